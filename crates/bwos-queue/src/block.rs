@@ -1,0 +1,124 @@
+//! One block of a BWoS queue: its entries and its four packed positions.
+
+use std::mem::MaybeUninit;
+
+use crossbeam_utils::CachePadded;
+
+use crate::sync::{AtomicU64, Ordering, UnsafeCell};
+
+/// The positions the owner writes. They share a cache line: the owner
+/// touches both on every operation and thieves (FIFO only) merely read
+/// `back`.
+#[derive(Debug)]
+pub(crate) struct OwnerSide {
+    /// Where the owner gets from (LIFO: the lowest index the owner may pop;
+    /// FIFO: the consumer position).
+    pub(crate) front: AtomicU64,
+    /// Where the owner puts to (one past the last written entry).
+    pub(crate) back: AtomicU64,
+}
+
+/// The positions thieves write, on a cache line of their own so that
+/// thieves stealing from a block do not evict the owner's metadata.
+#[derive(Debug)]
+pub(crate) struct ThiefSide {
+    /// The next entry a thief may reserve; the block margin (the block size)
+    /// means "not open to thieves".
+    pub(crate) steal: AtomicU64,
+    /// How many entries of this round thieves have finished reading (the
+    /// FIFO consumer adds the entries it took over, too).
+    pub(crate) stolen: AtomicU64,
+}
+
+/// The four initial positions of a block, as packed words.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Positions {
+    pub(crate) front: u64,
+    pub(crate) back: u64,
+    pub(crate) steal: u64,
+    pub(crate) stolen: u64,
+}
+
+impl Positions {
+    /// Every position at `word`.
+    pub(crate) const fn all(word: u64) -> Self {
+        Positions {
+            front: word,
+            back: word,
+            steal: word,
+            stolen: word,
+        }
+    }
+}
+
+/// A block: metadata plus `block_size` entries.
+pub(crate) struct Block<T> {
+    pub(crate) owner: CachePadded<OwnerSide>,
+    pub(crate) thief: CachePadded<ThiefSide>,
+    slots: Box<[UnsafeCell<MaybeUninit<T>>]>,
+}
+
+impl<T> Block<T> {
+    pub(crate) fn new(block_size: u32, init: Positions) -> Self {
+        Block {
+            owner: CachePadded::new(OwnerSide {
+                front: AtomicU64::new(init.front),
+                back: AtomicU64::new(init.back),
+            }),
+            thief: CachePadded::new(ThiefSide {
+                steal: AtomicU64::new(init.steal),
+                stolen: AtomicU64::new(init.stolen),
+            }),
+            slots: (0..block_size)
+                .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
+                .collect(),
+        }
+    }
+
+    /// Stores `item` in entry `index`.
+    ///
+    /// # Safety
+    /// The caller has exclusive access to the entry (nobody reads or writes
+    /// it concurrently) and the entry holds no live item.
+    #[inline(always)]
+    pub(crate) unsafe fn write(&self, index: u32, item: T) {
+        // SAFETY: the caller guarantees exclusive access to an empty entry.
+        self.slots[index as usize].with_mut(|slot| unsafe { (*slot).write(item) });
+    }
+
+    /// Moves the item out of entry `index`, leaving the entry logically empty.
+    ///
+    /// # Safety
+    /// The entry holds a live item whose writing happens-before this call,
+    /// and the caller is the only one reading it (it owns the entry or has
+    /// reserved it).
+    #[inline(always)]
+    pub(crate) unsafe fn read(&self, index: u32) -> T {
+        // SAFETY: the caller guarantees the entry is initialised, published
+        // to this thread, and read by nobody else.
+        self.slots[index as usize].with(|slot| unsafe { (*slot).assume_init_read() })
+    }
+
+    /// Drops the items in entries `from..to`.
+    ///
+    /// # Safety
+    /// As for [`Block::read`], for every entry in the range.
+    pub(crate) unsafe fn drop_range(&self, from: u32, to: u32) {
+        for index in from..to {
+            // SAFETY: forwarded from the caller.
+            drop(unsafe { self.read(index) });
+        }
+    }
+
+    /// Records that thieves finished reading `count` entries.
+    #[inline]
+    pub(crate) fn finish_steal(&self, count: u32) {
+        // Release: pairs with the owner's Acquire load of `stolen` before it
+        // reuses the block in a new round; our reads of the entries happen
+        // before its writes. Thieves' increments form one release sequence,
+        // so the owner's single load synchronises with all of them.
+        self.thief
+            .stolen
+            .fetch_add(u64::from(count), Ordering::Release);
+    }
+}

@@ -1,0 +1,447 @@
+//! The FIFO BWoS queue: the owner pushes at the back and pops at the front,
+//! thieves steal from any block in between (stealing from the middle).
+//!
+//! Suited to task schedulers that want fairness (the paper's Go and Tokio
+//! uses): the oldest task runs first, whoever runs it.
+//!
+//! # Protocol
+//! The owner plays two roles, producer and consumer, each walking virtual
+//! blocks `v` (block `v % n` in round `v / n`, `n` blocks) with a private
+//! position.
+//!
+//! * The producer writes at `back` in its block and publishes each entry
+//!   with a Release store of `back`: thieves may steal from the producer's
+//!   block while it is being filled, so this is the one synchronisation on
+//!   the fast path, and it is a plain store on x86 and `stlr` on Arm, never
+//!   a read-modify-write or a fence.
+//! * The consumer reads at `front` in its block. Thieves never enter the
+//!   consumer's block: the consumer **takes over** each block as it enters
+//!   it by swapping the block's `steal` position with the margin, and adds
+//!   the entries it took over to the block's `stolen` count, so that count
+//!   reaches the margin once thieves finished the entries they reserved.
+//! * **Round control and reset.** The producer enters a block for a new lap
+//!   only when the consumer finished the previous lap there (`front` is the
+//!   margin of the previous round) and every thief finished reading
+//!   (`stolen` is the margin, Acquire); otherwise `push` reports full. The
+//!   producer then resets `stolen` and `back` and finally opens the block to
+//!   thieves by resetting `steal` (Release): the owner, not the thieves,
+//!   resets the steal position (paper section 5.2). The consumer enters a
+//!   block only once the producer has reached it in the same round.
+//! * Each block is **granted** from its first entry: thieves may steal any
+//!   published entry of any block except the consumer's, which is what lets
+//!   them steal from the middle of the queue.
+
+use std::cell::Cell;
+use std::fmt;
+use std::ops::Range;
+
+use crate::block::{Block, Positions};
+use crate::config::Config;
+use crate::packed::{index, pack, round};
+use crate::ring::{Flavor, Reserve, Ring};
+use crate::steal::Steal;
+use crate::sync::{Arc, Ordering};
+
+/// Thief-side rules of the FIFO variant.
+pub(crate) enum Fifo {}
+
+impl Flavor for Fifo {
+    fn stealable<T>(block: &Block<T>, block_size: u32) -> Range<u32> {
+        // Relaxed: a snapshot for estimates and for dropping with `&mut`
+        // access; nothing is read through it concurrently.
+        let steal = block.thief.steal.load(Ordering::Relaxed);
+        let back = block.owner.back.load(Ordering::Relaxed);
+        if index(steal) >= block_size || round(steal) != round(back) {
+            return 0..0;
+        }
+        index(steal)..index(back).max(index(steal))
+    }
+
+    fn reserve<T>(block: &Block<T>, block_size: u32, max: u32) -> Reserve {
+        // Acquire: pairs with the producer's Release reset of `steal`, so a
+        // thief that sees the new round also sees the reset `back` below.
+        let steal = block.thief.steal.load(Ordering::Acquire);
+        let start = index(steal);
+        if start >= block_size {
+            return Reserve::Empty;
+        }
+        // Acquire: pairs with the producer's Release store of `back` in
+        // `push`; the entries below it are written and visible.
+        let back = block.owner.back.load(Ordering::Acquire);
+        if round(back) != round(steal) {
+            // The producer is recycling the block for a new round.
+            return Reserve::Contended;
+        }
+        if start >= index(back) {
+            return Reserve::Empty;
+        }
+        let count = (index(back) - start).min(max);
+        // Relaxed: the entries' visibility comes from the `back` load; the
+        // CAS only has to be exact. It fails on a takeover (the consumer
+        // swapped in the margin) and on a reset (the round changed), and
+        // `steal` never returns to an earlier value within a round.
+        match block.thief.steal.compare_exchange(
+            steal,
+            steal + u64::from(count),
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => Reserve::Got { start, count },
+            Err(_) => Reserve::Contended,
+        }
+    }
+}
+
+/// Creates a FIFO queue: the owner's [`Worker`] and a [`Stealer`] for thieves.
+///
+/// ```
+/// use bwos_queue::{fifo, Config};
+///
+/// let (worker, stealer) = fifo::new::<u32>(Config::new(8, 64)?);
+/// for i in 0..10 {
+///     worker.push(i).unwrap();
+/// }
+/// assert_eq!(worker.pop(), Some(0));
+/// assert_eq!(stealer.steal().success(), Some(1));
+/// # Ok::<(), bwos_queue::ConfigError>(())
+/// ```
+pub fn new<T>(config: Config) -> (Worker<T>, Stealer<T>) {
+    let n = config.num_blocks() as u64;
+    let margin = config.block_size() as u32;
+    let ring = Arc::new(Ring::new(&config, |i| {
+        if i == 0 {
+            // The producer starts here in round 1, open to thieves from the
+            // first entry. `front` still says "round 0 consumed".
+            Positions {
+                front: pack(0, margin),
+                ..Positions::all(pack(1, 0))
+            }
+        } else {
+            // Round 0, consumed and stolen: ready for round 1.
+            Positions::all(pack(0, margin))
+        }
+    }));
+    let worker = Worker {
+        ring: ring.clone(),
+        producer: Cell::new(n),
+        producer_block: Cell::new(0),
+        // The consumer starts on the block before, finished with round 0,
+        // and takes over block 0 on its first `pop`.
+        consumer: Cell::new(n - 1),
+        consumer_block: Cell::new(config.num_blocks() - 1),
+    };
+    (worker, Stealer { ring })
+}
+
+/// The owner's end of a FIFO queue: push at the back, pop at the front.
+///
+/// There is one worker per queue; it is [`Send`] but not [`Sync`], so only
+/// one thread at a time can use it.
+pub struct Worker<T> {
+    ring: Arc<Ring<T, Fifo>>,
+    /// The virtual block the producer writes to.
+    producer: Cell<u64>,
+    /// `producer % num_blocks`, kept to spare the fast path a division.
+    producer_block: Cell<usize>,
+    /// The virtual block the consumer reads from.
+    consumer: Cell<u64>,
+    /// `consumer % num_blocks`.
+    consumer_block: Cell<usize>,
+}
+
+impl<T> Worker<T> {
+    /// Pushes `item` at the back; when the queue is full the item comes back
+    /// as `Err(item)`.
+    ///
+    /// The queue is full when the producer's block is full and the next
+    /// block still holds items of the previous lap (not yet popped, or
+    /// still being read by a thief): so between `capacity - block_size + 1`
+    /// and `capacity` items may be enough to fill it. The owner never waits
+    /// for thieves.
+    #[inline]
+    pub fn push(&self, item: T) -> Result<(), T> {
+        let block = self.ring.block(self.producer_block.get());
+        // Relaxed: only this thread writes `back`.
+        let back = block.owner.back.load(Ordering::Relaxed);
+        if index(back) < self.ring.block_size() {
+            // SAFETY: entries at and above `back` are empty: the block was
+            // reset for this round after every reader of the previous round
+            // finished, and thieves and the consumer read only below `back`.
+            unsafe { block.write(index(back), item) };
+            // Release: pairs with the thieves' Acquire load of `back`; the
+            // entry just written becomes visible with it.
+            block.owner.back.store(back + 1, Ordering::Release);
+            return Ok(());
+        }
+        self.push_slow(item)
+    }
+
+    #[cold]
+    fn push_slow(&self, item: T) -> Result<(), T> {
+        if !self.advance_producer() {
+            return Err(item);
+        }
+        self.push(item)
+    }
+
+    /// Moves the producer to the next block. Returns `false`, changing
+    /// nothing, when round control forbids it (full).
+    fn advance_producer(&self) -> bool {
+        let ring = &*self.ring;
+        let margin = ring.block_size();
+        let next = self.producer.get() + 1;
+        let (next_block, next_round) = ring.locate(next);
+        let target = ring.block(next_block);
+        let finished = pack(next_round.wrapping_sub(1), margin);
+        // Relaxed: `front` is written only by this thread (the consumer).
+        if target.owner.front.load(Ordering::Relaxed) != finished {
+            return false;
+        }
+        // Acquire: pairs with the Release `fetch_add` of every thief that
+        // read an entry of this block in the previous round, so those reads
+        // happen before the writes of the new round.
+        if target.thief.stolen.load(Ordering::Acquire) != finished {
+            return false;
+        }
+        // Relaxed: thieves do not look at `stolen`, and they read `back`
+        // only after acquiring the new `steal` below.
+        target
+            .thief
+            .stolen
+            .store(pack(next_round, 0), Ordering::Relaxed);
+        target
+            .owner
+            .back
+            .store(pack(next_round, 0), Ordering::Relaxed);
+        // Release: pairs with the thieves' Acquire load of `steal`: whoever
+        // sees the new round sees the reset `back`. Thieves holding a word
+        // of the previous round fail their CAS.
+        target
+            .thief
+            .steal
+            .store(pack(next_round, 0), Ordering::Release);
+        self.producer.set(next);
+        self.producer_block.set(next_block);
+        true
+    }
+
+    /// Pops the oldest item the owner can reach: items are popped in push
+    /// order, minus those thieves took.
+    #[inline]
+    pub fn pop(&self) -> Option<T> {
+        let block = self.ring.block(self.consumer_block.get());
+        // Relaxed: the owner's positions are written only by this thread.
+        let front = block.owner.front.load(Ordering::Relaxed);
+        let back = block.owner.back.load(Ordering::Relaxed);
+        // Compare indices: once `front` is at the margin the producer may
+        // already have reset `back` for a newer round.
+        if index(front) < index(back) {
+            block.owner.front.store(front + 1, Ordering::Relaxed);
+            // SAFETY: the consumer took the block over, so entries from
+            // `front` up to `back` are its own, written by this thread.
+            return Some(unsafe { block.read(index(front)) });
+        }
+        self.pop_slow()
+    }
+
+    #[cold]
+    fn pop_slow(&self) -> Option<T> {
+        let ring = &*self.ring;
+        let margin = ring.block_size();
+        loop {
+            let block = ring.block(self.consumer_block.get());
+            // Relaxed: written only by this thread.
+            let front = block.owner.front.load(Ordering::Relaxed);
+            let back = block.owner.back.load(Ordering::Relaxed);
+            if index(front) < index(back) {
+                return self.pop();
+            }
+            if index(front) < margin {
+                // The producer is still in this block: nothing more yet.
+                return None;
+            }
+            let next = self.consumer.get() + 1;
+            let (next_block, next_round) = ring.locate(next);
+            let target = ring.block(next_block);
+            // Relaxed: written only by this thread (the producer).
+            if round(target.owner.back.load(Ordering::Relaxed)) != next_round {
+                // The producer has not reached the block in this round.
+                return None;
+            }
+            // Takeover. Relaxed: the entries thieves reserved (below the old
+            // steal position) are not touched by the consumer, and the ones
+            // it takes were written by this thread.
+            let old = target
+                .thief
+                .steal
+                .swap(pack(next_round, margin), Ordering::Relaxed);
+            let taken = index(old);
+            target
+                .owner
+                .front
+                .store(pack(next_round, taken), Ordering::Relaxed);
+            // Count the taken-over entries as "finished" so `stolen` reaches
+            // the margin when the thieves are done. Relaxed: an RMW, so it
+            // continues the release sequence of the thieves' increments.
+            target
+                .thief
+                .stolen
+                .fetch_add(u64::from(margin - taken), Ordering::Relaxed);
+            self.consumer.set(next);
+            self.consumer_block.set(next_block);
+        }
+    }
+
+    /// A [`Stealer`] for this queue.
+    pub fn stealer(&self) -> Stealer<T> {
+        Stealer {
+            ring: self.ring.clone(),
+        }
+    }
+
+    /// How many items a fresh queue accepts before `push` hands them back:
+    /// `num_blocks * block_size`.
+    pub fn capacity(&self) -> usize {
+        self.ring.capacity()
+    }
+
+    /// `true` when neither the owner nor a thief could take an item now.
+    ///
+    /// Exact when no thief is active; reads every block's positions.
+    pub fn is_empty(&self) -> bool {
+        self.own_items().is_empty() && self.ring.estimated_len() == 0
+    }
+
+    fn consumer_block(&self) -> &Block<T> {
+        self.ring.block(self.consumer_block.get())
+    }
+
+    /// The entries of the consumer's block holding items.
+    fn own_items(&self) -> Range<u32> {
+        let block = self.consumer_block();
+        // Relaxed: written only by this thread.
+        let front = index(block.owner.front.load(Ordering::Relaxed));
+        let back = index(block.owner.back.load(Ordering::Relaxed));
+        front..back.max(front)
+    }
+
+    /// Free entries in the producer's block, moving to the next block first
+    /// if it is full and round control allows; used to size batch steals.
+    fn room(&self) -> u32 {
+        let margin = self.ring.block_size();
+        let back = |w: &Self| {
+            let block = w.ring.block(w.producer_block.get());
+            // Relaxed: written only by this thread.
+            index(block.owner.back.load(Ordering::Relaxed))
+        };
+        if back(self) == margin && !self.advance_producer() {
+            return 0;
+        }
+        margin - back(self)
+    }
+}
+
+impl<T> Drop for Worker<T> {
+    fn drop(&mut self) {
+        // The consumer's block is closed to thieves, so its items die with
+        // the worker; the ring drops what is left in the other blocks.
+        let own = self.own_items();
+        // SAFETY: the consumer's items, closed to thieves, dropped once here.
+        unsafe { self.consumer_block().drop_range(own.start, own.end) };
+    }
+}
+
+impl<T> fmt::Debug for Worker<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("fifo::Worker")
+            .field("capacity", &self.capacity())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A thief's handle to a FIFO queue: steals from any block but the
+/// owner's consumer block.
+///
+/// Clone it freely; every clone steals from the same queue.
+pub struct Stealer<T> {
+    ring: Arc<Ring<T, Fifo>>,
+}
+
+impl<T> Stealer<T> {
+    /// Steals one item, the oldest of the first block with stealable items
+    /// (starting where the last successful steal happened).
+    ///
+    /// [`Steal::Retry`] means the attempt lost a race and the queue may
+    /// still hold stealable items.
+    pub fn steal(&self) -> Steal<T> {
+        self.ring.steal()
+    }
+
+    /// Steals up to one block's stealable items, as many as fit in the
+    /// producer block of `dest` plus one: pushes them into `dest` (oldest
+    /// first) and returns the oldest.
+    ///
+    /// ```
+    /// use bwos_queue::{fifo, Config};
+    ///
+    /// let (victim, stealer) = fifo::new::<u32>(Config::new(4, 8)?);
+    /// let (thief, _) = fifo::new::<u32>(Config::new(4, 8)?);
+    /// for i in 0..5 {
+    ///     victim.push(i).unwrap();
+    /// }
+    /// assert_eq!(stealer.steal_batch_and_pop(&thief).success(), Some(0));
+    /// assert_eq!(thief.pop(), Some(1));
+    /// # Ok::<(), bwos_queue::ConfigError>(())
+    /// ```
+    pub fn steal_batch_and_pop(&self, dest: &Worker<T>) -> Steal<T> {
+        let room = dest.room();
+        self.ring.steal_batch(room, |item| {
+            if dest.push(item).is_err() {
+                unreachable!("the batch was sized to the room in the destination block");
+            }
+        })
+    }
+
+    /// A racy estimate of how many items thieves could steal now: the sum
+    /// over all blocks of their published, unreserved entries (two relaxed
+    /// loads per block). Items in the owner's consumer block are not counted.
+    pub fn estimated_len(&self) -> usize {
+        self.ring.estimated_len()
+    }
+
+    /// The probabilistic probe of the paper (section 3.4): looks at block
+    /// `sample % num_blocks` only and reports whether it holds stealable
+    /// items. Feed it a random number; it answers `true` with probability
+    /// about (stealable items) / capacity.
+    pub fn probe(&self, sample: usize) -> bool {
+        self.ring.probe(sample)
+    }
+
+    /// Steals one item from block `sample % num_blocks` only: with a random
+    /// `sample`, thieves spread over the blocks instead of contending on the
+    /// oldest one (the paper's stealing from the middle).
+    pub fn steal_sampled(&self, sample: usize) -> Steal<T> {
+        self.ring.steal_sampled(sample)
+    }
+
+    /// How many items the queue holds at most.
+    pub fn capacity(&self) -> usize {
+        self.ring.capacity()
+    }
+}
+
+impl<T> Clone for Stealer<T> {
+    fn clone(&self) -> Self {
+        Stealer {
+            ring: self.ring.clone(),
+        }
+    }
+}
+
+impl<T> fmt::Debug for Stealer<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("fifo::Stealer")
+            .field("capacity", &self.capacity())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,439 @@
+//! The LIFO BWoS queue: the owner pushes and pops at the top, thieves steal
+//! the oldest items from granted blocks below it.
+//!
+//! Suited to fork/join and graph traversal (the paper's GC marking use),
+//! where the owner wants its most recent, cache-hot work and thieves want
+//! the big, old pieces.
+//!
+//! # Protocol
+//! The owner walks *virtual* blocks `v = n, n+1, ...` (block `v % n` in
+//! round `v / n`, `n` blocks) and keeps privately the block it works in
+//! (`top`) and the lowest block it may still take back (`low`).
+//!
+//! * In the top block the owner pushes at `back` and pops below `back`
+//!   down to `front`, with plain loads and stores: thieves never enter the
+//!   owner's block, so nothing is shared there.
+//! * **Grant.** When the top block is full, the owner moves up one block
+//!   and opens the block it leaves to thieves by storing its `front` into
+//!   the block's `steal` position (Release). Thieves reserve entries from
+//!   `steal` upwards with a CAS.
+//! * **Takeover.** When the top block is empty, the owner moves down one
+//!   block and swaps that block's `steal` position with the margin: the old
+//!   value separates the entries thieves reserved from those the owner now
+//!   takes back as its new `front`. The owner never waits for thieves.
+//! * **Round control and reset.** Moving up into a block last used in the
+//!   previous lap needs every entry of that lap to be stolen and read
+//!   (`stolen` equals the margin, Acquire); otherwise the queue is full and
+//!   `push` hands the item back. The owner, not the thieves, then resets
+//!   all four positions to the new round (paper section 5.2). Moving up into
+//!   a block already used in the current lap (after a takeover) needs no
+//!   check: the owner left it empty and closed.
+//!
+//! Within a round, `front` only grows and each grant reopens the block at
+//! `front`, so thieves reserve every entry of a block at most once per
+//! round and `stolen` reaches the margin exactly when the block has been
+//! drained by thieves.
+
+use std::cell::Cell;
+use std::fmt;
+use std::ops::Range;
+
+use crate::block::{Block, Positions};
+use crate::config::Config;
+use crate::packed::{index, pack, round};
+use crate::ring::{Flavor, Reserve, Ring};
+use crate::steal::Steal;
+use crate::sync::{Arc, Ordering};
+
+/// Thief-side rules of the LIFO variant.
+pub(crate) enum Lifo {}
+
+impl Flavor for Lifo {
+    fn stealable<T>(block: &Block<T>, block_size: u32) -> Range<u32> {
+        // Relaxed: a snapshot for estimates and for dropping with `&mut`
+        // access; nothing is read through it concurrently.
+        let steal = index(block.thief.steal.load(Ordering::Relaxed));
+        // A granted block is always full: the owner only leaves it upward
+        // when `back` reached the margin.
+        steal.min(block_size)..block_size
+    }
+
+    fn reserve<T>(block: &Block<T>, block_size: u32, max: u32) -> Reserve {
+        // Relaxed: the CAS below re-validates the value and acquires.
+        let steal = block.thief.steal.load(Ordering::Relaxed);
+        let start = index(steal);
+        if start >= block_size {
+            return Reserve::Empty;
+        }
+        let count = (block_size - start).min(max);
+        // Acquire on success: pairs with the owner's Release grant store of
+        // `steal` (possibly through other thieves' CASes, which continue its
+        // release sequence), so the entries written before the grant are
+        // visible. A stale value fails: the takeover swap and every reset
+        // change the word.
+        match block.thief.steal.compare_exchange(
+            steal,
+            steal + u64::from(count),
+            Ordering::Acquire,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => Reserve::Got { start, count },
+            Err(_) => Reserve::Contended,
+        }
+    }
+}
+
+/// Creates a LIFO queue: the owner's [`Worker`] and a [`Stealer`] for thieves.
+///
+/// ```
+/// use bwos_queue::{lifo, Config};
+///
+/// let (worker, stealer) = lifo::new::<u32>(Config::new(8, 64)?);
+/// for i in 0..200 {
+///     worker.push(i).unwrap();
+/// }
+/// // Thieves take the oldest items from blocks the owner has filled ...
+/// assert_eq!(stealer.steal().success(), Some(0));
+/// // ... while the owner takes the newest.
+/// assert_eq!(worker.pop(), Some(199));
+/// # Ok::<(), bwos_queue::ConfigError>(())
+/// ```
+pub fn new<T>(config: Config) -> (Worker<T>, Stealer<T>) {
+    let n = config.num_blocks() as u64;
+    let margin = config.block_size() as u32;
+    let ring = Arc::new(Ring::new(&config, |i| {
+        if i == 0 {
+            // Round 1, empty, closed to thieves: the owner starts here.
+            Positions {
+                steal: pack(1, margin),
+                ..Positions::all(pack(1, 0))
+            }
+        } else {
+            // Round 0, completely stolen: ready to be reset for round 1.
+            Positions::all(pack(0, margin))
+        }
+    }));
+    let worker = Worker {
+        ring: ring.clone(),
+        top: Cell::new(n),
+        top_block: Cell::new(0),
+        low: Cell::new(n),
+    };
+    (worker, Stealer { ring })
+}
+
+/// The owner's end of a LIFO queue: push and pop at the top.
+///
+/// There is one worker per queue; it is [`Send`] but not [`Sync`], so only
+/// one thread at a time can use it, which is what lets its fast path go
+/// without atomic read-modify-write operations and fences.
+pub struct Worker<T> {
+    ring: Arc<Ring<T, Lifo>>,
+    /// The virtual block the owner works in.
+    top: Cell<u64>,
+    /// `top % num_blocks`, kept to spare the fast path a division.
+    top_block: Cell<usize>,
+    /// The lowest virtual block the owner may take back: blocks below it
+    /// belong to an earlier lap.
+    low: Cell<u64>,
+}
+
+impl<T> Worker<T> {
+    /// Pushes `item` on top; when the queue is full the item comes back as
+    /// `Err(item)`.
+    ///
+    /// The queue is full when the owner's block is full and the next block
+    /// still holds items from the previous lap that thieves have not taken
+    /// (or are still reading): the owner never waits for thieves.
+    ///
+    /// ```
+    /// use bwos_queue::{lifo, Config};
+    ///
+    /// let (worker, _stealer) = lifo::new(Config::new(2, 2)?);
+    /// for i in 0..4 {
+    ///     worker.push(i).unwrap();
+    /// }
+    /// assert_eq!(worker.push(4), Err(4));
+    /// # Ok::<(), bwos_queue::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn push(&self, item: T) -> Result<(), T> {
+        let block = self.ring.block(self.top_block.get());
+        // Relaxed: only this thread writes the owner's positions, and
+        // thieves never read `back` in the LIFO variant.
+        let back = block.owner.back.load(Ordering::Relaxed);
+        if index(back) < self.ring.block_size() {
+            // SAFETY: entries at and above `back` in the owner's block are
+            // empty and closed to thieves (the block is not granted).
+            unsafe { block.write(index(back), item) };
+            // Relaxed: see the load; the grant publishes the entry.
+            block.owner.back.store(back + 1, Ordering::Relaxed);
+            return Ok(());
+        }
+        self.push_slow(item)
+    }
+
+    #[cold]
+    fn push_slow(&self, item: T) -> Result<(), T> {
+        if !self.advance() {
+            return Err(item);
+        }
+        self.push(item)
+    }
+
+    /// Moves the owner one block up, granting the block it leaves. Returns
+    /// `false`, changing nothing, when round control forbids it (full).
+    fn advance(&self) -> bool {
+        let ring = &*self.ring;
+        let margin = ring.block_size();
+        let next = self.top.get() + 1;
+        let (next_block, next_round) = ring.locate(next);
+        let target = ring.block(next_block);
+        // Relaxed: `back` is written only by this thread.
+        let target_back = target.owner.back.load(Ordering::Relaxed);
+        let new_lap = round(target_back) != next_round;
+        if new_lap {
+            // Acquire: pairs with the Release `fetch_add` of every thief that
+            // read an entry of this block in the previous lap, so those reads
+            // happen before the writes of the new lap.
+            let stolen = target.thief.stolen.load(Ordering::Acquire);
+            if stolen != pack(next_round.wrapping_sub(1), margin) {
+                return false;
+            }
+            // Reset by the owner (paper section 5.2). Relaxed: thieves
+            // can reserve nothing here until the Release grant that follows
+            // the owner's writes; a thief holding a word of the previous
+            // round fails its CAS because the round changed.
+            target
+                .owner
+                .front
+                .store(pack(next_round, 0), Ordering::Relaxed);
+            target
+                .owner
+                .back
+                .store(pack(next_round, 0), Ordering::Relaxed);
+            target
+                .thief
+                .stolen
+                .store(pack(next_round, 0), Ordering::Relaxed);
+            target
+                .thief
+                .steal
+                .store(pack(next_round, margin), Ordering::Relaxed);
+            // Blocks a whole lap below the new top are the previous lap's.
+            let lowest = next + 1 - ring.num_blocks() as u64;
+            self.low.set(self.low.get().max(lowest));
+        }
+        // Otherwise the owner left `target` empty and closed when it took
+        // over the block below: it can continue at `back` directly.
+
+        let current = self.own_block();
+        debug_assert_eq!(self.own_items().end, margin, "the owner leaves full blocks only");
+        // Relaxed: written only by this thread.
+        let front = current.owner.front.load(Ordering::Relaxed);
+        if index(front) < margin {
+            // Grant. Release: pairs with the thieves' Acquire CAS on `steal`;
+            // the entries written in this block become visible to them.
+            current.thief.steal.store(front, Ordering::Release);
+        }
+        self.top.set(next);
+        self.top_block.set(next_block);
+        true
+    }
+
+    /// Pops the most recently pushed item still in the queue.
+    ///
+    /// Returns `None` when the queue holds nothing the owner can reach; the
+    /// owner takes back granted blocks below its own (takeover) before
+    /// giving up, so `None` means thieves took or are taking everything.
+    #[inline]
+    pub fn pop(&self) -> Option<T> {
+        let block = self.ring.block(self.top_block.get());
+        // Relaxed: the owner's positions are written only by this thread.
+        let back = block.owner.back.load(Ordering::Relaxed);
+        let front = block.owner.front.load(Ordering::Relaxed);
+        if back > front {
+            let back = back - 1;
+            block.owner.back.store(back, Ordering::Relaxed);
+            // SAFETY: `front..back` of the owner's block hold items written
+            // by this thread, closed to thieves.
+            return Some(unsafe { block.read(index(back)) });
+        }
+        self.pop_slow()
+    }
+
+    #[cold]
+    fn pop_slow(&self) -> Option<T> {
+        let ring = &*self.ring;
+        let margin = ring.block_size();
+        while self.top.get() > self.low.get() {
+            let below = self.top.get() - 1;
+            let (below_block, below_round) = ring.locate(below);
+            let block = ring.block(below_block);
+            // Takeover. Relaxed: thieves that reserved entries below the old
+            // steal position never touch entries at or above it, and those
+            // were written by this thread; no data flows between us here.
+            // The swap is atomic, so the split is exact.
+            let old = block
+                .thief
+                .steal
+                .swap(pack(below_round, margin), Ordering::Relaxed);
+            block
+                .owner
+                .front
+                .store(pack(below_round, index(old)), Ordering::Relaxed);
+            self.top.set(below);
+            self.top_block.set(below_block);
+            if index(old) < margin {
+                // The block was granted full: `old..margin` is ours again.
+                return self.pop();
+            }
+        }
+        None
+    }
+
+    /// A [`Stealer`] for this queue.
+    pub fn stealer(&self) -> Stealer<T> {
+        Stealer {
+            ring: self.ring.clone(),
+        }
+    }
+
+    /// How many items a fresh queue accepts before `push` hands them back:
+    /// `num_blocks * block_size`.
+    pub fn capacity(&self) -> usize {
+        self.ring.capacity()
+    }
+
+    /// `true` when neither the owner nor a thief could take an item now.
+    ///
+    /// Exact when no thief is active; reads every block's steal position.
+    pub fn is_empty(&self) -> bool {
+        self.own_items().is_empty() && self.ring.estimated_len() == 0
+    }
+
+    fn own_block(&self) -> &Block<T> {
+        self.ring.block(self.top_block.get())
+    }
+
+    /// The entries of the owner's block holding items.
+    fn own_items(&self) -> Range<u32> {
+        let block = self.own_block();
+        // Relaxed: written only by this thread.
+        let front = block.owner.front.load(Ordering::Relaxed);
+        let back = block.owner.back.load(Ordering::Relaxed);
+        index(front)..index(back)
+    }
+
+    /// Free entries in the owner's block, moving up a block first if it is
+    /// full and round control allows; used to size batch steals.
+    fn room(&self) -> u32 {
+        let margin = self.ring.block_size();
+        if self.own_items().end == margin && !self.advance() {
+            return 0;
+        }
+        margin - self.own_items().end
+    }
+}
+
+impl<T> Drop for Worker<T> {
+    fn drop(&mut self) {
+        // The owner's block is closed to thieves, so its items die with the
+        // worker; the ring drops what is left in granted blocks.
+        let own = self.own_items();
+        // SAFETY: the owner's items, closed to thieves, dropped once here.
+        unsafe { self.own_block().drop_range(own.start, own.end) };
+    }
+}
+
+impl<T> fmt::Debug for Worker<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("lifo::Worker")
+            .field("capacity", &self.capacity())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A thief's handle to a LIFO queue: steals the oldest items.
+///
+/// Clone it freely; every clone steals from the same queue.
+pub struct Stealer<T> {
+    ring: Arc<Ring<T, Lifo>>,
+}
+
+impl<T> Stealer<T> {
+    /// Steals one item, the oldest of the first block with stealable items.
+    ///
+    /// [`Steal::Retry`] means the attempt lost a race and the queue may
+    /// still hold stealable items.
+    pub fn steal(&self) -> Steal<T> {
+        self.ring.steal()
+    }
+
+    /// Steals up to one block's stealable items, as many as fit in the
+    /// current block of `dest` plus one: pushes them into `dest` and returns
+    /// the oldest (the one that does not need to go into `dest`).
+    ///
+    /// ```
+    /// use bwos_queue::{lifo, Config};
+    ///
+    /// let (victim, stealer) = lifo::new::<u32>(Config::new(4, 8)?);
+    /// let (thief, _) = lifo::new::<u32>(Config::new(4, 8)?);
+    /// for i in 0..16 {
+    ///     victim.push(i).unwrap();
+    /// }
+    /// assert_eq!(stealer.steal_batch_and_pop(&thief).success(), Some(0));
+    /// assert_eq!(thief.pop(), Some(7)); // the rest of the first block
+    /// # Ok::<(), bwos_queue::ConfigError>(())
+    /// ```
+    pub fn steal_batch_and_pop(&self, dest: &Worker<T>) -> Steal<T> {
+        let room = dest.room();
+        self.ring.steal_batch(room, |item| {
+            if dest.push(item).is_err() {
+                unreachable!("the batch was sized to the room in the destination block");
+            }
+        })
+    }
+
+    /// A racy estimate of how many items thieves could steal now: the sum
+    /// over all blocks of their stealable entries (one relaxed load per
+    /// block). Items in the owner's own block are not counted.
+    pub fn estimated_len(&self) -> usize {
+        self.ring.estimated_len()
+    }
+
+    /// The probabilistic probe of the paper (section 3.4): looks at block
+    /// `sample % num_blocks` only and reports whether it holds stealable
+    /// items. Feed it a random number; it answers `true` with probability
+    /// about (stealable items) / capacity, which a victim-selection policy
+    /// uses to prefer fuller victims with one cache-line read.
+    pub fn probe(&self, sample: usize) -> bool {
+        self.ring.probe(sample)
+    }
+
+    /// Steals one item from block `sample % num_blocks` only.
+    pub fn steal_sampled(&self, sample: usize) -> Steal<T> {
+        self.ring.steal_sampled(sample)
+    }
+
+    /// How many items the queue holds at most.
+    pub fn capacity(&self) -> usize {
+        self.ring.capacity()
+    }
+}
+
+impl<T> Clone for Stealer<T> {
+    fn clone(&self) -> Self {
+        Stealer {
+            ring: self.ring.clone(),
+        }
+    }
+}
+
+impl<T> fmt::Debug for Stealer<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("lifo::Stealer")
+            .field("capacity", &self.capacity())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,233 @@
+//! The ring of blocks shared by the owner and the thieves, and the thief
+//! side of the protocol that LIFO and FIFO have in common: finding a block
+//! to steal from, reading the reserved entries out, and reporting the
+//! stealable state for victim-selection policies.
+
+use std::marker::PhantomData;
+use std::ops::Range;
+
+use crossbeam_utils::CachePadded;
+
+use crate::block::{Block, Positions};
+use crate::config::Config;
+use crate::steal::Steal;
+use crate::sync::{AtomicUsize, Ordering};
+
+/// What a thief's reservation attempt on one block produced.
+pub(crate) enum Reserve {
+    /// Entries `start..start + count` now belong to the thief.
+    Got { start: u32, count: u32 },
+    /// The block holds nothing a thief may take.
+    Empty,
+    /// The block changed under the thief (another thief or the owner won a
+    /// race); it may hold items.
+    Contended,
+}
+
+/// The part of the protocol where LIFO and FIFO differ on the thief side.
+pub(crate) trait Flavor {
+    /// The entries of `block` thieves could take right now: a racy
+    /// snapshot, exact when nobody else touches the queue.
+    fn stealable<T>(block: &Block<T>, block_size: u32) -> Range<u32>;
+
+    /// Tries to reserve up to `max` (at least 1) entries of `block`.
+    fn reserve<T>(block: &Block<T>, block_size: u32, max: u32) -> Reserve;
+}
+
+/// Entries reserved by a thief, not yet read.
+pub(crate) struct Reserved {
+    block: usize,
+    start: u32,
+    count: u32,
+}
+
+/// The blocks of one queue.
+pub(crate) struct Ring<T, F: Flavor> {
+    blocks: Box<[Block<T>]>,
+    block_size: u32,
+    /// The block where the last successful steal happened: thieves start
+    /// looking there, so they do not rescan drained blocks.
+    hint: CachePadded<AtomicUsize>,
+    _flavor: PhantomData<F>,
+}
+
+// SAFETY: the ring owns values of type `T` and hands them from one thread to
+// another (owner to thieves), which needs `T: Send`. Shared access to the
+// entries is governed by the block protocol: an entry is read by exactly one
+// thread, after its write happened-before that read.
+unsafe impl<T: Send, F: Flavor> Send for Ring<T, F> {}
+// SAFETY: as above; `&Ring` only offers the protocol's operations.
+unsafe impl<T: Send, F: Flavor> Sync for Ring<T, F> {}
+
+impl<T, F: Flavor> Ring<T, F> {
+    /// A ring of `config.num_blocks()` blocks, block `i` starting at `init(i)`.
+    pub(crate) fn new(config: &Config, init: impl Fn(usize) -> Positions) -> Self {
+        // `Config` caps the block size at 2^31.
+        let block_size = u32::try_from(config.block_size()).expect("Config bounds the block size");
+        Ring {
+            blocks: (0..config.num_blocks())
+                .map(|i| Block::new(block_size, init(i)))
+                .collect(),
+            block_size,
+            hint: CachePadded::new(AtomicUsize::new(0)),
+            _flavor: PhantomData,
+        }
+    }
+
+    /// The block margin: the number of entries per block.
+    #[inline(always)]
+    pub(crate) fn block_size(&self) -> u32 {
+        self.block_size
+    }
+
+    pub(crate) fn num_blocks(&self) -> usize {
+        self.blocks.len()
+    }
+
+    pub(crate) fn capacity(&self) -> usize {
+        self.blocks.len() * self.block_size as usize
+    }
+
+    #[inline(always)]
+    pub(crate) fn block(&self, index: usize) -> &Block<T> {
+        &self.blocks[index]
+    }
+
+    /// The block index and round of virtual block number `virtual_block`:
+    /// the owner walks virtual blocks 0, 1, 2, ... and block `v` is the
+    /// physical block `v % num_blocks` in round `v / num_blocks`.
+    pub(crate) fn locate(&self, virtual_block: u64) -> (usize, u32) {
+        let n = self.blocks.len() as u64;
+        // Rounds are compared for equality only; wrapping after 2^32 laps
+        // would need a thief stalled for 2^32 laps to cause an ABA.
+        ((virtual_block % n) as usize, (virtual_block / n) as u32)
+    }
+
+    /// Reserves up to `max` entries from the first block with stealable
+    /// entries, starting at the hint.
+    pub(crate) fn reserve_any(&self, max: u32) -> Steal<Reserved> {
+        let n = self.blocks.len();
+        // Relaxed: the hint only steers the search; no data is published
+        // through it, and any value below `n` is a valid starting point.
+        let first = self.hint.load(Ordering::Relaxed);
+        let mut contended = false;
+        for offset in 0..n {
+            let mut index = first + offset;
+            if index >= n {
+                index -= n;
+            }
+            match F::reserve(&self.blocks[index], self.block_size, max) {
+                Reserve::Got { start, count } => {
+                    if offset != 0 {
+                        // Relaxed: see the load above.
+                        self.hint.store(index, Ordering::Relaxed);
+                    }
+                    return Steal::Success(Reserved {
+                        block: index,
+                        start,
+                        count,
+                    });
+                }
+                Reserve::Empty => {}
+                Reserve::Contended => contended = true,
+            }
+        }
+        if contended { Steal::Retry } else { Steal::Empty }
+    }
+
+    /// Reserves up to `max` entries from block `sample % num_blocks` only.
+    pub(crate) fn reserve_sampled(&self, sample: usize, max: u32) -> Steal<Reserved> {
+        let index = sample % self.blocks.len();
+        match F::reserve(&self.blocks[index], self.block_size, max) {
+            Reserve::Got { start, count } => Steal::Success(Reserved {
+                block: index,
+                start,
+                count,
+            }),
+            Reserve::Empty => Steal::Empty,
+            Reserve::Contended => Steal::Retry,
+        }
+    }
+
+    /// Reads the reserved entries out: returns the first (the oldest) and
+    /// hands the others, oldest first, to `rest`; then reports the steal
+    /// finished so the owner may reuse the entries.
+    ///
+    /// `rest` must not panic: a panic would leave the steal unfinished and
+    /// the block unusable.
+    pub(crate) fn take(&self, reserved: Reserved, mut rest: impl FnMut(T)) -> T {
+        let block = &self.blocks[reserved.block];
+        let end = reserved.start + reserved.count;
+        // SAFETY: `reserve` gave this thread exclusive ownership of the
+        // entries `start..end`; they were written before the Acquire
+        // operation in `reserve` that made them stealable, and the owner
+        // does not touch them until `finish_steal` below.
+        let first = unsafe { block.read(reserved.start) };
+        for index in reserved.start + 1..end {
+            // SAFETY: as above.
+            rest(unsafe { block.read(index) });
+        }
+        block.finish_steal(reserved.count);
+        first
+    }
+
+    /// A racy count of the entries thieves could take now, summed over all
+    /// blocks.
+    pub(crate) fn estimated_len(&self) -> usize {
+        self.blocks
+            .iter()
+            .map(|block| F::stealable(block, self.block_size).len())
+            .sum()
+    }
+
+    /// Whether block `sample % num_blocks` holds stealable entries.
+    pub(crate) fn probe(&self, sample: usize) -> bool {
+        let block = &self.blocks[sample % self.blocks.len()];
+        !F::stealable(block, self.block_size).is_empty()
+    }
+}
+
+impl<T, F: Flavor> Drop for Ring<T, F> {
+    fn drop(&mut self) {
+        // The worker dropped the items only it could reach (its own block)
+        // when it was dropped; what remains is what thieves could still
+        // have taken. With every handle gone, no reservation is in flight,
+        // so the stealable ranges are exact.
+        for block in self.blocks.iter() {
+            let range = F::stealable(block, self.block_size);
+            // SAFETY: the entries in a block's stealable range hold live
+            // items that nobody else can reach any more (`&mut self`).
+            unsafe { block.drop_range(range.start, range.end) };
+        }
+    }
+}
+
+impl<T, F: Flavor> Ring<T, F> {
+    /// Steals one item from any block.
+    pub(crate) fn steal(&self) -> Steal<T> {
+        self.finish(self.reserve_any(1), |_| unreachable!("one entry reserved"))
+    }
+
+    /// Steals one item from block `sample % num_blocks`.
+    pub(crate) fn steal_sampled(&self, sample: usize) -> Steal<T> {
+        self.finish(self.reserve_sampled(sample, 1), |_| {
+            unreachable!("one entry reserved")
+        })
+    }
+
+    /// Steals up to `room + 1` items from one block: returns the oldest and
+    /// hands the others to `push`, which must accept `room` items without
+    /// failing or panicking.
+    pub(crate) fn steal_batch(&self, room: u32, push: impl FnMut(T)) -> Steal<T> {
+        let max = room.saturating_add(1);
+        self.finish(self.reserve_any(max), push)
+    }
+
+    fn finish(&self, reserved: Steal<Reserved>, rest: impl FnMut(T)) -> Steal<T> {
+        match reserved {
+            Steal::Success(reserved) => Steal::Success(self.take(reserved, rest)),
+            Steal::Empty => Steal::Empty,
+            Steal::Retry => Steal::Retry,
+        }
+    }
+}
