@@ -40,7 +40,7 @@ use crate::config::Config;
 use crate::packed::{index, pack, round};
 use crate::ring::{Flavor, Reserve, Ring};
 use crate::steal::Steal;
-use crate::sync::{Arc, Ordering};
+use crate::sync::{Arc, Ordering, OwnedLoad};
 
 /// Thief-side rules of the FIFO variant.
 pub(crate) enum Fifo {}
@@ -97,12 +97,15 @@ impl Flavor for Fifo {
 /// ```
 /// use bwos_queue::{fifo, Config};
 ///
-/// let (worker, stealer) = fifo::new::<u32>(Config::new(8, 64)?);
+/// let (worker, stealer) = fifo::new::<u32>(Config::new(8, 4)?);
 /// for i in 0..10 {
-///     worker.push(i).unwrap();
+///     worker.push(i).unwrap(); // blocks: [0 1 2 3] [4 5 6 7] [8 9]
 /// }
+/// // The owner pops the oldest item and, with it, takes over the first block.
 /// assert_eq!(worker.pop(), Some(0));
-/// assert_eq!(stealer.steal().success(), Some(1));
+/// // Thieves steal from the other blocks, here the next one.
+/// assert_eq!(stealer.steal().success(), Some(4));
+/// assert_eq!(worker.pop(), Some(1));
 /// # Ok::<(), bwos_queue::ConfigError>(())
 /// ```
 pub fn new<T>(config: Config) -> (Worker<T>, Stealer<T>) {
@@ -162,7 +165,7 @@ impl<T> Worker<T> {
     pub fn push(&self, item: T) -> Result<(), T> {
         let block = self.ring.block(self.producer_block.get());
         // Relaxed: only this thread writes `back`.
-        let back = block.owner.back.load(Ordering::Relaxed);
+        let back = block.owner.back.load_owned();
         if index(back) < self.ring.block_size() {
             // SAFETY: entries at and above `back` are empty: the block was
             // reset for this round after every reader of the previous round
@@ -194,7 +197,7 @@ impl<T> Worker<T> {
         let target = ring.block(next_block);
         let finished = pack(next_round.wrapping_sub(1), margin);
         // Relaxed: `front` is written only by this thread (the consumer).
-        if target.owner.front.load(Ordering::Relaxed) != finished {
+        if target.owner.front.load_owned() != finished {
             return false;
         }
         // Acquire: pairs with the Release `fetch_add` of every thief that
@@ -231,8 +234,8 @@ impl<T> Worker<T> {
     pub fn pop(&self) -> Option<T> {
         let block = self.ring.block(self.consumer_block.get());
         // Relaxed: the owner's positions are written only by this thread.
-        let front = block.owner.front.load(Ordering::Relaxed);
-        let back = block.owner.back.load(Ordering::Relaxed);
+        let front = block.owner.front.load_owned();
+        let back = block.owner.back.load_owned();
         // Compare indices: once `front` is at the margin the producer may
         // already have reset `back` for a newer round.
         if index(front) < index(back) {
@@ -251,8 +254,8 @@ impl<T> Worker<T> {
         loop {
             let block = ring.block(self.consumer_block.get());
             // Relaxed: written only by this thread.
-            let front = block.owner.front.load(Ordering::Relaxed);
-            let back = block.owner.back.load(Ordering::Relaxed);
+            let front = block.owner.front.load_owned();
+            let back = block.owner.back.load_owned();
             if index(front) < index(back) {
                 return self.pop();
             }
@@ -264,7 +267,7 @@ impl<T> Worker<T> {
             let (next_block, next_round) = ring.locate(next);
             let target = ring.block(next_block);
             // Relaxed: written only by this thread (the producer).
-            if round(target.owner.back.load(Ordering::Relaxed)) != next_round {
+            if round(target.owner.back.load_owned()) != next_round {
                 // The producer has not reached the block in this round.
                 return None;
             }
@@ -320,8 +323,8 @@ impl<T> Worker<T> {
     fn own_items(&self) -> Range<u32> {
         let block = self.consumer_block();
         // Relaxed: written only by this thread.
-        let front = index(block.owner.front.load(Ordering::Relaxed));
-        let back = index(block.owner.back.load(Ordering::Relaxed));
+        let front = index(block.owner.front.load_owned());
+        let back = index(block.owner.back.load_owned());
         front..back.max(front)
     }
 
@@ -332,7 +335,7 @@ impl<T> Worker<T> {
         let back = |w: &Self| {
             let block = w.ring.block(w.producer_block.get());
             // Relaxed: written only by this thread.
-            index(block.owner.back.load(Ordering::Relaxed))
+            index(block.owner.back.load_owned())
         };
         if back(self) == margin && !self.advance_producer() {
             return 0;

@@ -43,7 +43,7 @@ use crate::config::Config;
 use crate::packed::{index, pack, round};
 use crate::ring::{Flavor, Reserve, Ring};
 use crate::steal::Steal;
-use crate::sync::{Arc, Ordering};
+use crate::sync::{Arc, Ordering, OwnedLoad};
 
 /// Thief-side rules of the LIFO variant.
 pub(crate) enum Lifo {}
@@ -161,7 +161,7 @@ impl<T> Worker<T> {
         let block = self.ring.block(self.top_block.get());
         // Relaxed: only this thread writes the owner's positions, and
         // thieves never read `back` in the LIFO variant.
-        let back = block.owner.back.load(Ordering::Relaxed);
+        let back = block.owner.back.load_owned();
         if index(back) < self.ring.block_size() {
             // SAFETY: entries at and above `back` in the owner's block are
             // empty and closed to thieves (the block is not granted).
@@ -190,7 +190,7 @@ impl<T> Worker<T> {
         let (next_block, next_round) = ring.locate(next);
         let target = ring.block(next_block);
         // Relaxed: `back` is written only by this thread.
-        let target_back = target.owner.back.load(Ordering::Relaxed);
+        let target_back = target.owner.back.load_owned();
         let new_lap = round(target_back) != next_round;
         if new_lap {
             // Acquire: pairs with the Release `fetch_add` of every thief that
@@ -230,7 +230,7 @@ impl<T> Worker<T> {
         let current = self.own_block();
         debug_assert_eq!(self.own_items().end, margin, "the owner leaves full blocks only");
         // Relaxed: written only by this thread.
-        let front = current.owner.front.load(Ordering::Relaxed);
+        let front = current.owner.front.load_owned();
         if index(front) < margin {
             // Grant. Release: pairs with the thieves' Acquire CAS on `steal`;
             // the entries written in this block become visible to them.
@@ -250,8 +250,8 @@ impl<T> Worker<T> {
     pub fn pop(&self) -> Option<T> {
         let block = self.ring.block(self.top_block.get());
         // Relaxed: the owner's positions are written only by this thread.
-        let back = block.owner.back.load(Ordering::Relaxed);
-        let front = block.owner.front.load(Ordering::Relaxed);
+        let back = block.owner.back.load_owned();
+        let front = block.owner.front.load_owned();
         if back > front {
             let back = back - 1;
             block.owner.back.store(back, Ordering::Relaxed);
@@ -320,8 +320,8 @@ impl<T> Worker<T> {
     fn own_items(&self) -> Range<u32> {
         let block = self.own_block();
         // Relaxed: written only by this thread.
-        let front = block.owner.front.load(Ordering::Relaxed);
-        let back = block.owner.back.load(Ordering::Relaxed);
+        let front = block.owner.front.load_owned();
+        let back = block.owner.back.load_owned();
         index(front)..index(back)
     }
 

@@ -41,3 +41,30 @@ impl<T> UnsafeCell<T> {
         f(self.0.get())
     }
 }
+
+/// Loads of positions that only the calling thread ever writes.
+pub(crate) trait OwnedLoad {
+    /// The current value of a position written only by this thread.
+    ///
+    /// A Relaxed load of a word only this thread stores always returns the
+    /// thread's own last store (coherence), so no ordering is involved. In
+    /// loom builds the load skips the scheduling point (loom still checks
+    /// that every store happened before it), which keeps the models small.
+    fn load_owned(&self) -> u64;
+}
+
+impl OwnedLoad for AtomicU64 {
+    #[inline(always)]
+    fn load_owned(&self) -> u64 {
+        #[cfg(loom)]
+        {
+            // SAFETY: loom verifies that no store is concurrent with this
+            // load; callers only use it on positions this thread writes.
+            unsafe { self.unsync_load() }
+        }
+        #[cfg(not(loom))]
+        {
+            self.load(Ordering::Relaxed)
+        }
+    }
+}

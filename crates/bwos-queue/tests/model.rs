@@ -1,0 +1,197 @@
+//! Single-threaded operation sequences checked against simple models:
+//! `Vec` for LIFO, `VecDeque` for FIFO, capacity behaviour included.
+
+use std::collections::VecDeque;
+
+use bwos_queue::{Config, Steal, fifo, lifo};
+use proptest::prelude::*;
+
+#[derive(Debug, Clone)]
+enum Op {
+    Push,
+    Pop,
+    Steal,
+    StealBatch,
+    StealSampled(usize),
+}
+
+fn ops(with_thieves: bool) -> impl Strategy<Value = Vec<Op>> {
+    let op = if with_thieves {
+        prop_oneof![
+            6 => Just(Op::Push),
+            3 => Just(Op::Pop),
+            2 => Just(Op::Steal),
+            1 => Just(Op::StealBatch),
+            1 => any::<usize>().prop_map(Op::StealSampled),
+        ]
+        .boxed()
+    } else {
+        prop_oneof![3 => Just(Op::Push), 2 => Just(Op::Pop)].boxed()
+    };
+    proptest::collection::vec(op, 0..if cfg!(miri) { 60 } else { 400 })
+}
+
+fn geometry() -> impl Strategy<Value = Config> {
+    (2usize..5, 1usize..5).prop_map(|(blocks, size)| Config::new(blocks, size).unwrap())
+}
+
+fn proptest_config() -> ProptestConfig {
+    ProptestConfig {
+        cases: if cfg!(miri) { 6 } else { 300 },
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
+}
+
+/// Removes `item` from `model`, failing if it is not there.
+fn remove_from(model: &mut Vec<u32>, item: u32) -> Result<(), TestCaseError> {
+    let at = model.iter().position(|&x| x == item);
+    prop_assert!(at.is_some(), "{item} was not in the queue");
+    model.remove(at.unwrap());
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(proptest_config())]
+
+    /// Without thieves the LIFO queue is a stack of exactly `capacity` items.
+    #[test]
+    fn lifo_owner_alone_is_a_bounded_stack(config in geometry(), ops in ops(false)) {
+        let (worker, _stealer) = lifo::new::<u32>(config);
+        let mut model = Vec::new();
+        for (next, op) in (0u32..).zip(ops) {
+            match op {
+                Op::Push => {
+                    let pushed = worker.push(next);
+                    if model.len() < config.capacity() {
+                        prop_assert_eq!(pushed, Ok(()));
+                        model.push(next);
+                    } else {
+                        prop_assert_eq!(pushed, Err(next));
+                    }
+                }
+                _ => prop_assert_eq!(worker.pop(), model.pop()),
+            }
+            prop_assert_eq!(worker.is_empty(), model.is_empty());
+        }
+    }
+
+    /// Without thieves the FIFO queue is a ring of blocks: a push fails only
+    /// at a block boundary when the next block was not consumed yet.
+    #[test]
+    fn fifo_owner_alone_is_a_bounded_queue(config in geometry(), ops in ops(false)) {
+        let (worker, _stealer) = fifo::new::<u32>(config);
+        let mut model = VecDeque::new();
+        let mut pushed_total = 0usize;
+        let block = config.block_size();
+        for (next, op) in (0u32..).zip(ops) {
+            match op {
+                Op::Push => {
+                    let at_boundary = pushed_total > 0 && pushed_total % block == 0;
+                    let refused = at_boundary && model.len() > config.capacity() - block;
+                    let pushed = worker.push(next);
+                    if refused {
+                        prop_assert_eq!(pushed, Err(next));
+                    } else {
+                        prop_assert_eq!(pushed, Ok(()));
+                        model.push_back(next);
+                        pushed_total += 1;
+                    }
+                }
+                _ => prop_assert_eq!(worker.pop(), model.pop_front()),
+            }
+            prop_assert_eq!(worker.is_empty(), model.is_empty());
+        }
+    }
+
+    /// With steals mixed in, the owner still pops the newest remaining item,
+    /// thieves only get items that are in the queue, and nothing is lost.
+    #[test]
+    fn lifo_with_thieves_loses_nothing(config in geometry(), ops in ops(true)) {
+        let (worker, stealer) = lifo::new::<u32>(config);
+        let (thief, _) = lifo::new::<u32>(config);
+        let mut model = Vec::new();
+        for (next, op) in (0u32..).zip(ops) {
+            match op {
+                Op::Push => match worker.push(next) {
+                    Ok(()) => model.push(next),
+                    Err(back) => {
+                        prop_assert_eq!(back, next);
+                        prop_assert!(model.len() > config.block_size(), "refused with {} items", model.len());
+                    }
+                },
+                Op::Pop => prop_assert_eq!(worker.pop(), model.pop()),
+                Op::Steal => check_steal(stealer.steal(), &mut model)?,
+                Op::StealSampled(sample) => check_steal(stealer.steal_sampled(sample), &mut model)?,
+                Op::StealBatch => {
+                    check_steal(stealer.steal_batch_and_pop(&thief), &mut model)?;
+                    let mut moved = 0;
+                    while let Some(item) = thief.pop() {
+                        remove_from(&mut model, item)?;
+                        moved += 1;
+                    }
+                    prop_assert!(moved < config.block_size());
+                }
+            }
+            prop_assert_eq!(worker.is_empty(), model.is_empty());
+            prop_assert!(stealer.estimated_len() <= model.len());
+        }
+        while let Some(item) = worker.pop() {
+            remove_from(&mut model, item)?;
+        }
+        prop_assert!(model.is_empty(), "left behind: {:?}", model);
+    }
+
+    /// With steals mixed in, the owner still pops the oldest remaining item.
+    #[test]
+    fn fifo_with_thieves_loses_nothing(config in geometry(), ops in ops(true)) {
+        let (worker, stealer) = fifo::new::<u32>(config);
+        let (thief, _) = fifo::new::<u32>(config);
+        let mut model = Vec::new();
+        let mut pushed_total = 0usize;
+        for (next, op) in (0u32..).zip(ops) {
+            match op {
+                Op::Push => match worker.push(next) {
+                    Ok(()) => {
+                        model.push(next);
+                        pushed_total += 1;
+                    }
+                    Err(back) => {
+                        prop_assert_eq!(back, next);
+                        prop_assert!(pushed_total % config.block_size() == 0, "refused inside a block");
+                    }
+                },
+                Op::Pop => {
+                    let oldest = (!model.is_empty()).then(|| model.remove(0));
+                    prop_assert_eq!(worker.pop(), oldest);
+                }
+                Op::Steal => check_steal(stealer.steal(), &mut model)?,
+                Op::StealSampled(sample) => check_steal(stealer.steal_sampled(sample), &mut model)?,
+                Op::StealBatch => {
+                    check_steal(stealer.steal_batch_and_pop(&thief), &mut model)?;
+                    let mut moved = 0;
+                    while let Some(item) = thief.pop() {
+                        remove_from(&mut model, item)?;
+                        moved += 1;
+                    }
+                    prop_assert!(moved < config.block_size());
+                }
+            }
+            prop_assert_eq!(worker.is_empty(), model.is_empty());
+            prop_assert!(stealer.estimated_len() <= model.len());
+        }
+        while let Some(item) = worker.pop() {
+            remove_from(&mut model, item)?;
+        }
+        prop_assert!(model.is_empty(), "left behind: {:?}", model);
+    }
+}
+
+fn check_steal(result: Steal<u32>, model: &mut Vec<u32>) -> Result<(), TestCaseError> {
+    match result {
+        Steal::Success(item) => remove_from(model, item),
+        // Single-threaded, nobody can win a race against the thief.
+        Steal::Retry => Err(TestCaseError::fail("Retry without contention")),
+        Steal::Empty => Ok(()),
+    }
+}

@@ -1,0 +1,147 @@
+//! Real threads: one owner mixing pushes and pops against several thieves
+//! mixing single, sampled and batch steals, on small geometries (constant
+//! block moves and wrap-arounds, frequent full queue) and the default one.
+//! Every value must come out exactly once.
+//!
+//! `BWOS_STRESS_ITEMS` overrides the number of values per run.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+
+use bwos_queue::{Config, Steal};
+
+const THIEVES: usize = 3;
+
+fn items() -> u32 {
+    let default = if cfg!(miri) { 200 } else { 1_000_000 };
+    std::env::var("BWOS_STRESS_ITEMS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A tiny xorshift generator: the operation mix needs no quality.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// Checks that `outputs` together hold every value below `n` exactly once.
+fn assert_exactly_once(n: u32, outputs: Vec<Vec<u32>>) {
+    let mut seen = vec![0u8; n as usize];
+    for value in outputs.into_iter().flatten() {
+        let count = &mut seen[value as usize];
+        assert_eq!(*count, 0, "{value} came out twice");
+        *count = 1;
+    }
+    let missing: Vec<usize> = (0..n as usize).filter(|&i| seen[i] == 0).take(10).collect();
+    assert!(missing.is_empty(), "lost values, first ones: {missing:?}");
+}
+
+macro_rules! stress_tests {
+    ($variant:ident) => {
+        mod $variant {
+            use super::*;
+            use bwos_queue::$variant;
+
+            fn run(config: Config) {
+                let n = items();
+                let (worker, stealer) = $variant::new::<u32>(config);
+                let done = Arc::new(AtomicBool::new(false));
+                let thieves: Vec<_> = (0..THIEVES)
+                    .map(|t| {
+                        let stealer = stealer.clone();
+                        let done = done.clone();
+                        thread::spawn(move || {
+                            let (own, _) = $variant::new::<u32>(config);
+                            let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (t as u64 + 1));
+                            let mut out = Vec::new();
+                            loop {
+                                // Read before stealing: once the owner is done and
+                                // the queue reads empty, nothing can appear later.
+                                let finished = done.load(Ordering::Acquire);
+                                let result = match rng.next() % 4 {
+                                    0 => stealer.steal_batch_and_pop(&own),
+                                    1 => stealer.steal_sampled(rng.next() as usize),
+                                    _ => stealer.steal(),
+                                };
+                                match result {
+                                    Steal::Success(v) => out.push(v),
+                                    Steal::Empty if finished => break,
+                                    Steal::Empty | Steal::Retry => thread::yield_now(),
+                                }
+                                while let Some(v) = own.pop() {
+                                    out.push(v);
+                                }
+                            }
+                            assert!(own.is_empty());
+                            out
+                        })
+                    })
+                    .collect();
+
+                let mut rng = Rng(0xD1B5_4A32_D192_ED03);
+                let mut out = Vec::new();
+                let mut next = 0;
+                let mut refused = 0u64;
+                while next < n {
+                    if rng.next() % 8 < 5 {
+                        match worker.push(next) {
+                            Ok(()) => next += 1,
+                            Err(back) => {
+                                assert_eq!(back, next);
+                                refused += 1;
+                                out.extend(worker.pop());
+                            }
+                        }
+                    } else {
+                        out.extend(worker.pop());
+                    }
+                }
+                while let Some(v) = worker.pop() {
+                    out.push(v);
+                }
+                done.store(true, Ordering::Release);
+
+                let mut outputs: Vec<Vec<u32>> =
+                    thieves.into_iter().map(|t| t.join().unwrap()).collect();
+                // Nothing may be left for anyone.
+                assert!(worker.is_empty());
+                assert!(stealer.steal().is_empty());
+                outputs.push(out);
+                let stolen: usize = outputs.iter().map(Vec::len).sum();
+                eprintln!(
+                    "{}: {n} values through {config:?}: {stolen} stolen, {} popped, {refused} full-queue refusals",
+                    stringify!($variant),
+                    out.len(),
+                );
+                assert_exactly_once(n, outputs);
+            }
+
+            #[test]
+            fn tiny_blocks_wrap_around_constantly() {
+                run(Config::new(2, 2).unwrap());
+            }
+
+            #[test]
+            fn small_blocks() {
+                run(Config::new(4, 8).unwrap());
+            }
+
+            #[test]
+            fn default_geometry() {
+                run(Config::default());
+            }
+        }
+    };
+}
+
+stress_tests!(lifo);
+stress_tests!(fifo);
