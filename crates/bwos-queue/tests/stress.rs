@@ -115,13 +115,14 @@ macro_rules! stress_tests {
                 // Nothing may be left for anyone.
                 assert!(worker.is_empty());
                 assert!(stealer.steal().is_empty());
-                outputs.push(out);
+                let popped = out.len();
                 let stolen: usize = outputs.iter().map(Vec::len).sum();
                 eprintln!(
                     "{}: {n} values through {config:?}: {stolen} stolen, {} popped, {refused} full-queue refusals",
                     stringify!($variant),
-                    out.len(),
+                    popped,
                 );
+                outputs.push(out);
                 assert_exactly_once(n, outputs);
             }
 
