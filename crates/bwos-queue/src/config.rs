@@ -175,7 +175,10 @@ mod tests {
     #[test]
     fn default_is_the_papers_microbenchmark_geometry() {
         let c = Config::default();
-        assert_eq!((c.num_blocks(), c.block_size(), c.capacity()), (8, 1024, 8192));
+        assert_eq!(
+            (c.num_blocks(), c.block_size(), c.capacity()),
+            (8, 1024, 8192)
+        );
     }
 
     #[test]

@@ -228,7 +228,11 @@ impl<T> Worker<T> {
         // over the block below: it can continue at `back` directly.
 
         let current = self.own_block();
-        debug_assert_eq!(self.own_items().end, margin, "the owner leaves full blocks only");
+        debug_assert_eq!(
+            self.own_items().end,
+            margin,
+            "the owner leaves full blocks only"
+        );
         // Relaxed: written only by this thread.
         let front = current.owner.front.load_owned();
         if index(front) < margin {

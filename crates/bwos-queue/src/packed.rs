@@ -32,7 +32,13 @@ mod tests {
 
     #[test]
     fn round_and_index_survive_packing() {
-        for (r, i) in [(0, 0), (1, 2), (u32::MAX, 0), (7, u32::MAX), (u32::MAX, u32::MAX)] {
+        for (r, i) in [
+            (0, 0),
+            (1, 2),
+            (u32::MAX, 0),
+            (7, u32::MAX),
+            (u32::MAX, u32::MAX),
+        ] {
             let w = pack(r, i);
             assert_eq!((round(w), index(w)), (r, i));
         }

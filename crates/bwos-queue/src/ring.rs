@@ -132,7 +132,11 @@ impl<T, F: Flavor> Ring<T, F> {
                 Reserve::Contended => contended = true,
             }
         }
-        if contended { Steal::Retry } else { Steal::Empty }
+        if contended {
+            Steal::Retry
+        } else {
+            Steal::Empty
+        }
     }
 
     /// Reserves up to `max` entries from block `sample % num_blocks` only.

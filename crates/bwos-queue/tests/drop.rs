@@ -43,7 +43,10 @@ macro_rules! drop_tests {
                 let (dest, _) = $variant::new(config);
                 let mut accepted = 0;
                 for id in 0..pushed {
-                    let item = Tracked { id, ledger: ledger.clone() };
+                    let item = Tracked {
+                        id,
+                        ledger: ledger.clone(),
+                    };
                     match worker.push(item) {
                         Ok(()) => accepted += 1,
                         // Handed back: dropping it here counts it once.
@@ -76,12 +79,19 @@ macro_rules! drop_tests {
                 let ledger = ledger.lock().unwrap();
                 assert!(accepted <= config.capacity());
                 assert_eq!(ledger.len(), pushed, "some items were never dropped");
-                assert!(ledger.values().all(|&n| n == 1), "dropped twice: {ledger:?}");
+                assert!(
+                    ledger.values().all(|&n| n == 1),
+                    "dropped twice: {ledger:?}"
+                );
             }
 
             #[test]
             fn every_item_is_dropped_exactly_once() {
-                for last in [LastHandle::Worker, LastHandle::Stealer, LastHandle::BatchDestination] {
+                for last in [
+                    LastHandle::Worker,
+                    LastHandle::Stealer,
+                    LastHandle::BatchDestination,
+                ] {
                     for pushed in [0, 1, 4, 5, 11, 12, 13, 20] {
                         for popped in [0, 1, 5] {
                             for stolen in [0, 1, 3] {

@@ -57,7 +57,7 @@ macro_rules! models {
     ($variant:ident, figure_9: $fig9:expr, batch: $batch:expr, stalled: $stalled:expr) => {
         mod $variant {
             use super::*;
-            use bwos_queue::{$variant, Config, Steal};
+            use bwos_queue::{Config, Steal, $variant};
 
             fn run(owner: &'static [Step], thieves: &'static [Thief], preemptions: usize) {
                 builder(preemptions).check(move || {
@@ -79,7 +79,9 @@ macro_rules! models {
                                     }
                                     Thief::Batch => {
                                         let (own, _) = $variant::new::<u64>(config);
-                                        if let Steal::Success(item) = stealer.steal_batch_and_pop(&own) {
+                                        if let Steal::Success(item) =
+                                            stealer.steal_batch_and_pop(&own)
+                                        {
                                             record(&mut seen, item);
                                         }
                                         while let Some(item) = own.pop() {
@@ -147,7 +149,11 @@ macro_rules! models {
             /// and block moves.
             #[test]
             fn batch_steal() {
-                run(&[Put(4), Get(1), Put(2), Get(4)], &[Thief::Batch, Thief::Single(1)], $batch);
+                run(
+                    &[Put(4), Get(1), Put(2), Get(4)],
+                    &[Thief::Batch, Thief::Single(1)],
+                    $batch,
+                );
             }
 
             /// A thief that stalls between reading a steal position and

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The whole test suite: unit, property, drop, stress and doc tests; the loom
+# models of the queue protocol; the queue's tests under Miri.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== cargo test: unit, property, drop, stress and doc tests"
+cargo test --workspace
+
+echo "== loom models of the BWoS protocol (bounded preemptions, a few minutes)"
+# A separate target directory keeps the --cfg loom build from invalidating
+# the normal one.
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+    cargo test -p bwos-queue --release --test loom_models
+
+echo "== Miri: the queue's non-loom tests"
+if ! cargo +nightly miri --version >/dev/null 2>&1; then
+    rustup component add --toolchain nightly miri rust-src
+fi
+cargo +nightly miri test -p bwos-queue
