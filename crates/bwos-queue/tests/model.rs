@@ -28,7 +28,7 @@ fn ops(with_thieves: bool) -> impl Strategy<Value = Vec<Op>> {
     } else {
         prop_oneof![3 => Just(Op::Push), 2 => Just(Op::Pop)].boxed()
     };
-    proptest::collection::vec(op, 0..if cfg!(miri) { 60 } else { 400 })
+    proptest::collection::vec(op, 0..if cfg!(miri) { 40 } else { 400 })
 }
 
 fn geometry() -> impl Strategy<Value = Config> {
@@ -37,7 +37,7 @@ fn geometry() -> impl Strategy<Value = Config> {
 
 fn proptest_config() -> ProptestConfig {
     ProptestConfig {
-        cases: if cfg!(miri) { 6 } else { 300 },
+        cases: if cfg!(miri) { 4 } else { 300 },
         failure_persistence: None,
         ..ProptestConfig::default()
     }
