@@ -11,7 +11,7 @@ echo "== loom models of the BWoS protocol (bounded preemptions, a few minutes)"
 # A separate target directory keeps the --cfg loom build from invalidating
 # the normal one.
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-    cargo test -p bwos-queue --release --test loom_models
+    cargo test -p bwos-queue --release --test loom_models -- --test-threads 1
 
 echo "== Miri: the queue's non-loom tests"
 if ! cargo +nightly miri --version >/dev/null 2>&1; then

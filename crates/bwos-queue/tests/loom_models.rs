@@ -171,8 +171,11 @@ macro_rules! models {
     };
 }
 
-// Preemption bounds per model. The FIFO thieves can steal from the block
-// the producer is filling, so every push is a point of interaction and the
-// FIFO state space is far larger than the LIFO one at the same bound.
-models!(lifo, figure_9: 3, batch: 4, stalled: 3);
-models!(fifo, figure_9: 1, batch: 3, stalled: 2);
+// Preemption bounds per model, chosen so the six models take about three
+// minutes in total on a 2-core machine (run one at a time: two loom models
+// side by side on two cores run several times slower each). The FIFO
+// thieves can steal from the block the producer is filling, so every push
+// is a point of interaction and the FIFO state space is far larger than the
+// LIFO one at the same bound. Deeper runs: `LOOM_MAX_PREEMPTIONS=3`.
+models!(lifo, figure_9: 2, batch: 4, stalled: 3);
+models!(fifo, figure_9: 1, batch: 2, stalled: 1);
