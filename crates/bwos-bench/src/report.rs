@@ -1,0 +1,317 @@
+//! Turning samples into tables, a JSON file and SVG plots.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::io;
+use std::path::Path;
+
+use plotters::prelude::*;
+use serde::Serialize;
+
+use crate::header::Header;
+use crate::queue::{Experiment, Order, QueueArgs, Sample};
+use crate::stats::Summary;
+
+/// The samples of one queue in one setting.
+struct Row<'a> {
+    queue: &'static str,
+    order: Order,
+    samples: Vec<&'a Sample>,
+}
+
+impl Row<'_> {
+    fn series(&self, field: impl Fn(&Sample) -> Option<f64>) -> Vec<f64> {
+        self.samples.iter().filter_map(|s| field(s)).collect()
+    }
+
+    fn throughput(&self) -> Vec<f64> {
+        self.series(|s| Some(s.ops_per_sec))
+    }
+}
+
+/// Samples grouped by (experiment, setting), then by queue, in the order
+/// they were measured.
+fn groups(samples: &[Sample]) -> Vec<((Experiment, String), Vec<Row<'_>>)> {
+    let mut groups: Vec<((Experiment, String), Vec<Row>)> = Vec::new();
+    for sample in samples {
+        let key = (sample.experiment, sample.setting.clone());
+        let at = match groups.iter().position(|(k, _)| *k == key) {
+            Some(at) => at,
+            None => {
+                groups.push((key, Vec::new()));
+                groups.len() - 1
+            }
+        };
+        let rows = &mut groups[at].1;
+        match rows.iter_mut().find(|r| r.queue == sample.queue) {
+            Some(row) => row.samples.push(sample),
+            None => rows.push(Row {
+                queue: sample.queue,
+                order: sample.order,
+                samples: vec![sample],
+            }),
+        }
+    }
+    groups
+}
+
+fn title(experiment: Experiment) -> &'static str {
+    match experiment {
+        Experiment::NoThief => {
+            "Experiment 1 (Fig. 10): one queue, no thief; push until full, pop until empty"
+        }
+        Experiment::OneThief => {
+            "Experiment 2 (Fig. 11): one queue, one thief pausing between steals"
+        }
+        Experiment::Pool => {
+            "Experiment 3 (Fig. 12): pool of N queues; fill, drain, steal k% of capacity"
+        }
+    }
+}
+
+fn mops(summary: Option<Summary>) -> String {
+    summary.map_or("-".into(), |s| {
+        format!(
+            "{:8.1} [{:.1}-{:.1}]",
+            s.median / 1e6,
+            s.min / 1e6,
+            s.max / 1e6
+        )
+    })
+}
+
+/// The tables: per setting, each queue's median throughput with its spread
+/// and the ratio of the bwos queue of the same order to it, pair by pair.
+pub fn tables(samples: &[Sample]) -> String {
+    let mut out = String::new();
+    let mut current = None;
+    for ((experiment, setting), rows) in groups(samples) {
+        if current != Some(experiment) {
+            current = Some(experiment);
+            let _ = writeln!(out, "\n{}", title(experiment));
+            let _ = writeln!(
+                out,
+                "Mops/s: median [min-max] over repetitions; ratio: bwos / queue, median [min-max] of pairwise ratios"
+            );
+        }
+        let _ = writeln!(out, "\n  {setting}");
+        let extra = experiment == Experiment::OneThief;
+        let _ = writeln!(
+            out,
+            "  {:<15} {:>22} {:>22}{}",
+            "queue",
+            "total Mops/s",
+            "bwos / queue",
+            if extra {
+                "   owner Mops/s            stolen"
+            } else {
+                ""
+            }
+        );
+        for row in &rows {
+            let bwos = rows
+                .iter()
+                .find(|r| r.order == row.order && r.queue.starts_with("bwos"))
+                .map(Row::throughput);
+            let ratio = match bwos {
+                Some(_) if row.queue.starts_with("bwos") => "-".to_string(),
+                Some(bwos) => Summary::of_ratios(&bwos, &row.throughput())
+                    .map_or("-".into(), |r| {
+                        format!("{:.2}x [{:.2}-{:.2}]", r.median, r.min, r.max)
+                    }),
+                None => "-".into(),
+            };
+            let _ = write!(
+                out,
+                "  {:<15} {:>22} {:>22}",
+                row.queue,
+                mops(Summary::of(&row.throughput())),
+                ratio
+            );
+            if extra {
+                let owner = Summary::of(&row.series(|s| s.owner_ops_per_sec));
+                let stolen = Summary::of(&row.series(|s| s.stolen_share));
+                let _ = write!(
+                    out,
+                    "   {:>22} {:>7}",
+                    mops(owner),
+                    stolen.map_or("-".into(), |s| format!("{:.1}%", s.median * 100.0))
+                );
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    header: &'a Header,
+    samples: &'a [Sample],
+}
+
+/// Writes the JSON file and the plots the arguments ask for.
+pub fn write_outputs(header: &Header, samples: &[Sample], args: &QueueArgs) -> io::Result<()> {
+    if let Some(path) = &args.json {
+        let json = serde_json::to_string_pretty(&JsonReport { header, samples })
+            .map_err(io::Error::other)?;
+        fs::write(path, json).map_err(|e| annotate(e, path))?;
+        println!("\nwrote {}", path.display());
+    }
+    if let Some(dir) = &args.plot {
+        fs::create_dir_all(dir).map_err(|e| annotate(e, dir))?;
+        for written in plots(samples, dir)? {
+            println!("wrote {written}");
+        }
+    }
+    Ok(())
+}
+
+fn annotate(error: io::Error, path: &Path) -> io::Error {
+    io::Error::new(error.kind(), format!("{}: {error}", path.display()))
+}
+
+/// A queue's line in a plot: (x, median throughput) points.
+type Series = (&'static str, Vec<(f64, f64)>);
+
+fn plots(samples: &[Sample], dir: &Path) -> io::Result<Vec<String>> {
+    let groups = groups(samples);
+    let mut written = Vec::new();
+    // Experiment 2: throughput against the stolen share reached.
+    for order in [Order::Lifo, Order::Fifo] {
+        let mut series: Vec<Series> = Vec::new();
+        for ((experiment, _), rows) in &groups {
+            if *experiment != Experiment::OneThief {
+                continue;
+            }
+            for row in rows.iter().filter(|r| r.order == order) {
+                let share = Summary::of(&row.series(|s| s.stolen_share)).map(|s| s.median * 100.0);
+                let ops = Summary::of(&row.throughput()).map(|s| s.median / 1e6);
+                let (Some(share), Some(ops)) = (share, ops) else {
+                    continue;
+                };
+                match series.iter_mut().find(|(q, _)| *q == row.queue) {
+                    Some((_, points)) => points.push((share, ops)),
+                    None => series.push((row.queue, vec![(share, ops)])),
+                }
+            }
+        }
+        if series.is_empty() {
+            continue;
+        }
+        for (_, points) in &mut series {
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        }
+        let name = format!("one-thief-{order:?}.svg").to_lowercase();
+        let caption = format!("{order:?}: one queue, one thief");
+        line_plot(
+            &dir.join(&name),
+            &caption,
+            "stolen share (%)",
+            &series,
+            None,
+        )?;
+        written.push(dir.join(name).display().to_string());
+    }
+    // Experiment 3: throughput per policy, one plot per pool size and k.
+    let mut pool_plots: Vec<(String, Vec<Series>)> = Vec::new();
+    for ((experiment, setting), rows) in &groups {
+        if *experiment != Experiment::Pool {
+            continue;
+        }
+        // Settings read "N=<n> k=<k>% <policy>".
+        let Some((prefix, policy)) = setting.rsplit_once(' ') else {
+            continue;
+        };
+        let x = crate::queue::Policy::ALL
+            .iter()
+            .position(|p| p.name() == policy)
+            .unwrap_or(0) as f64;
+        let at = match pool_plots.iter().position(|(p, _)| p == prefix) {
+            Some(at) => at,
+            None => {
+                pool_plots.push((prefix.to_string(), Vec::new()));
+                pool_plots.len() - 1
+            }
+        };
+        for row in rows {
+            let Some(ops) = Summary::of(&row.throughput()).map(|s| s.median / 1e6) else {
+                continue;
+            };
+            let series = &mut pool_plots[at].1;
+            match series.iter_mut().find(|(q, _)| *q == row.queue) {
+                Some((_, points)) => points.push((x, ops)),
+                None => series.push((row.queue, vec![(x, ops)])),
+            }
+        }
+    }
+    for (prefix, series) in pool_plots {
+        let name = format!("pool-{}.svg", prefix.replace(['=', '%', ' '], ""));
+        let caption = format!("pool {prefix}: throughput per victim-selection policy");
+        line_plot(
+            &dir.join(&name),
+            &caption,
+            "policy",
+            &series,
+            Some(&policy_label),
+        )?;
+        written.push(dir.join(name).display().to_string());
+    }
+    Ok(written)
+}
+
+fn policy_label(x: &f64) -> String {
+    crate::queue::Policy::ALL
+        .get(x.round() as usize)
+        .map_or(String::new(), |p| p.name().to_string())
+}
+
+fn line_plot(
+    path: &Path,
+    caption: &str,
+    x_label: &str,
+    series: &[Series],
+    x_names: Option<&dyn Fn(&f64) -> String>,
+) -> io::Result<()> {
+    let draw = || -> Result<(), Box<dyn std::error::Error>> {
+        let points = series.iter().flat_map(|(_, p)| p.iter());
+        let x_max = points.clone().map(|p| p.0).fold(1.0, f64::max);
+        let y_max = points.map(|p| p.1).fold(1.0, f64::max);
+        let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(caption, ("sans-serif", 20))
+            .margin(15)
+            .x_label_area_size(45)
+            .y_label_area_size(60)
+            .build_cartesian_2d(-0.2..x_max * 1.05 + 0.2, 0.0..y_max * 1.1)?;
+        let mut mesh = chart.configure_mesh();
+        mesh.x_desc(x_label).y_desc("throughput (Mops/s)");
+        if let Some(names) = x_names {
+            mesh.x_labels(series.iter().map(|s| s.1.len()).max().unwrap_or(1))
+                .x_label_formatter(names);
+        }
+        mesh.draw()?;
+        for (i, (queue, points)) in series.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            chart
+                .draw_series(LineSeries::new(
+                    points.iter().copied(),
+                    color.stroke_width(2),
+                ))?
+                .label(*queue)
+                .legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 20, y)], color.stroke_width(2))
+                });
+            chart.draw_series(points.iter().map(|&p| Circle::new(p, 4, color.filled())))?;
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()?;
+        root.present()?;
+        Ok(())
+    };
+    draw().map_err(|e| io::Error::other(format!("{}: {e}", path.display())))
+}
