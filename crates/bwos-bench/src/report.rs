@@ -155,6 +155,9 @@ pub fn write_outputs(header: &Header, samples: &[Sample], args: &QueueArgs) -> i
     if let Some(path) = &args.json {
         let json = serde_json::to_string_pretty(&JsonReport { header, samples })
             .map_err(io::Error::other)?;
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            fs::create_dir_all(parent).map_err(|e| annotate(e, parent))?;
+        }
         fs::write(path, json).map_err(|e| annotate(e, path))?;
         println!("\nwrote {}", path.display());
     }

@@ -78,25 +78,32 @@ impl<T> Block<T> {
     /// Stores `item` in entry `index`.
     ///
     /// # Safety
-    /// The caller has exclusive access to the entry (nobody reads or writes
-    /// it concurrently) and the entry holds no live item.
+    /// `index` is below the block size, the caller has exclusive access to
+    /// the entry (nobody reads or writes it concurrently) and the entry
+    /// holds no live item.
     #[inline(always)]
     pub(crate) unsafe fn write(&self, index: u32, item: T) {
+        debug_assert!((index as usize) < self.slots.len());
+        // SAFETY: the caller guarantees the index is in bounds.
+        let slot = unsafe { self.slots.get_unchecked(index as usize) };
         // SAFETY: the caller guarantees exclusive access to an empty entry.
-        self.slots[index as usize].with_mut(|slot| unsafe { (*slot).write(item) });
+        slot.with_mut(|slot| unsafe { (*slot).write(item) });
     }
 
     /// Moves the item out of entry `index`, leaving the entry logically empty.
     ///
     /// # Safety
-    /// The entry holds a live item whose writing happens-before this call,
-    /// and the caller is the only one reading it (it owns the entry or has
-    /// reserved it).
+    /// `index` is below the block size, the entry holds a live item whose
+    /// writing happens-before this call, and the caller is the only one
+    /// reading it (it owns the entry or has reserved it).
     #[inline(always)]
     pub(crate) unsafe fn read(&self, index: u32) -> T {
+        debug_assert!((index as usize) < self.slots.len());
+        // SAFETY: the caller guarantees the index is in bounds.
+        let slot = unsafe { self.slots.get_unchecked(index as usize) };
         // SAFETY: the caller guarantees the entry is initialised, published
         // to this thread, and read by nobody else.
-        self.slots[index as usize].with(|slot| unsafe { (*slot).assume_init_read() })
+        slot.with(|slot| unsafe { (*slot).assume_init_read() })
     }
 
     /// Drops the items in entries `from..to`.

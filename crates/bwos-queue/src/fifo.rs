@@ -128,10 +128,13 @@ pub fn new<T>(config: Config) -> (Worker<T>, Stealer<T>) {
         ring: ring.clone(),
         producer: Cell::new(n),
         producer_block: Cell::new(0),
+        back: Cell::new(pack(1, 0)),
         // The consumer starts on the block before, finished with round 0,
         // and takes over block 0 on its first `pop`.
         consumer: Cell::new(n - 1),
         consumer_block: Cell::new(config.num_blocks() - 1),
+        front: Cell::new(margin),
+        margin,
     };
     (worker, Stealer { ring })
 }
@@ -146,10 +149,20 @@ pub struct Worker<T> {
     producer: Cell<u64>,
     /// `producer % num_blocks`, kept to spare the fast path a division.
     producer_block: Cell<usize>,
+    /// The producer block's `back` word. The block's shared word is kept
+    /// equal to it (thieves read it); this copy spares the fast path a load
+    /// from the shared cache line.
+    back: Cell<u64>,
     /// The virtual block the consumer reads from.
     consumer: Cell<u64>,
     /// `consumer % num_blocks`.
     consumer_block: Cell<usize>,
+    /// The consumer block's front index. Nobody else reads it while the
+    /// consumer is in the block: the consumer parks it in the block's
+    /// shared `front` word when it moves on.
+    front: Cell<u32>,
+    /// The block size, kept here to spare the fast path a load.
+    margin: u32,
 }
 
 impl<T> Worker<T> {
@@ -163,17 +176,18 @@ impl<T> Worker<T> {
     /// for thieves.
     #[inline]
     pub fn push(&self, item: T) -> Result<(), T> {
-        let block = self.ring.block(self.producer_block.get());
-        // Relaxed: only this thread writes `back`.
-        let back = block.owner.back.load_owned();
-        if index(back) < self.ring.block_size() {
+        let back = self.back.get();
+        if index(back) < self.margin {
+            let block = self.ring.block(self.producer_block.get());
             // SAFETY: entries at and above `back` are empty: the block was
             // reset for this round after every reader of the previous round
-            // finished, and thieves and the consumer read only below `back`.
+            // finished, and thieves and the consumer read only below `back`,
+            // which is below the block size.
             unsafe { block.write(index(back), item) };
             // Release: pairs with the thieves' Acquire load of `back`; the
             // entry just written becomes visible with it.
             block.owner.back.store(back + 1, Ordering::Release);
+            self.back.set(back + 1);
             return Ok(());
         }
         self.push_slow(item)
@@ -191,13 +205,19 @@ impl<T> Worker<T> {
     /// nothing, when round control forbids it (full).
     fn advance_producer(&self) -> bool {
         let ring = &*self.ring;
-        let margin = ring.block_size();
+        let margin = self.margin;
         let next = self.producer.get() + 1;
         let (next_block, next_round) = ring.locate(next);
         let target = ring.block(next_block);
         let finished = pack(next_round.wrapping_sub(1), margin);
-        // Relaxed: `front` is written only by this thread (the consumer).
-        if target.owner.front.load_owned() != finished {
+        // The consumer's front: private while it is in the block, parked
+        // in the shared word (written only by this thread) otherwise.
+        let front = if next_block == self.consumer_block.get() {
+            pack(ring.locate(self.consumer.get()).1, self.front.get())
+        } else {
+            target.owner.front.load_owned()
+        };
+        if front != finished {
             return false;
         }
         // Acquire: pairs with the Release `fetch_add` of every thief that
@@ -225,6 +245,7 @@ impl<T> Worker<T> {
             .store(pack(next_round, 0), Ordering::Release);
         self.producer.set(next);
         self.producer_block.set(next_block);
+        self.back.set(pack(next_round, 0));
         true
     }
 
@@ -232,17 +253,16 @@ impl<T> Worker<T> {
     /// order, minus those thieves took.
     #[inline]
     pub fn pop(&self) -> Option<T> {
-        let block = self.ring.block(self.consumer_block.get());
-        // Relaxed: the owner's positions are written only by this thread.
-        let front = block.owner.front.load_owned();
-        let back = block.owner.back.load_owned();
-        // Compare indices: once `front` is at the margin the producer may
-        // already have reset `back` for a newer round.
-        if index(front) < index(back) {
-            block.owner.front.store(front + 1, Ordering::Relaxed);
+        let block = self.consumer_block();
+        let front = self.front.get();
+        // `back` is written only by this thread. Compare indices: once the
+        // front is at the margin the producer may already have reset `back`
+        // for a newer round.
+        if front < index(block.owner.back.load_owned()) {
+            self.front.set(front + 1);
             // SAFETY: the consumer took the block over, so entries from
             // `front` up to `back` are its own, written by this thread.
-            return Some(unsafe { block.read(index(front)) });
+            return Some(unsafe { block.read(front) });
         }
         self.pop_slow()
     }
@@ -250,27 +270,32 @@ impl<T> Worker<T> {
     #[cold]
     fn pop_slow(&self) -> Option<T> {
         let ring = &*self.ring;
-        let margin = ring.block_size();
+        let margin = self.margin;
         loop {
-            let block = ring.block(self.consumer_block.get());
-            // Relaxed: written only by this thread.
-            let front = block.owner.front.load_owned();
-            let back = block.owner.back.load_owned();
-            if index(front) < index(back) {
+            let block = self.consumer_block();
+            let front = self.front.get();
+            if front < index(block.owner.back.load_owned()) {
                 return self.pop();
             }
-            if index(front) < margin {
+            if front < margin {
                 // The producer is still in this block: nothing more yet.
                 return None;
             }
             let next = self.consumer.get() + 1;
             let (next_block, next_round) = ring.locate(next);
             let target = ring.block(next_block);
-            // Relaxed: written only by this thread (the producer).
+            // Written only by this thread (the producer).
             if round(target.owner.back.load_owned()) != next_round {
                 // The producer has not reached the block in this round.
                 return None;
             }
+            // Park the finished block's front for the producer's round
+            // check. Relaxed: read only by this thread.
+            let current_round = ring.locate(self.consumer.get()).1;
+            block
+                .owner
+                .front
+                .store(pack(current_round, margin), Ordering::Relaxed);
             // Takeover. Relaxed: the entries thieves reserved (below the old
             // steal position) are not touched by the consumer, and the ones
             // it takes were written by this thread.
@@ -279,10 +304,6 @@ impl<T> Worker<T> {
                 .steal
                 .swap(pack(next_round, margin), Ordering::Relaxed);
             let taken = index(old);
-            target
-                .owner
-                .front
-                .store(pack(next_round, taken), Ordering::Relaxed);
             // Count the taken-over entries as "finished" so `stolen` reaches
             // the margin when the thieves are done. Relaxed: an RMW, so it
             // continues the release sequence of the thieves' increments.
@@ -292,6 +313,7 @@ impl<T> Worker<T> {
                 .fetch_add(u64::from(margin - taken), Ordering::Relaxed);
             self.consumer.set(next);
             self.consumer_block.set(next_block);
+            self.front.set(taken);
         }
     }
 
@@ -315,32 +337,25 @@ impl<T> Worker<T> {
         self.own_items().is_empty() && self.ring.estimated_len() == 0
     }
 
+    #[inline(always)]
     fn consumer_block(&self) -> &Block<T> {
         self.ring.block(self.consumer_block.get())
     }
 
     /// The entries of the consumer's block holding items.
     fn own_items(&self) -> Range<u32> {
-        let block = self.consumer_block();
-        // Relaxed: written only by this thread.
-        let front = index(block.owner.front.load_owned());
-        let back = index(block.owner.back.load_owned());
+        let front = self.front.get();
+        let back = index(self.consumer_block().owner.back.load_owned());
         front..back.max(front)
     }
 
     /// Free entries in the producer's block, moving to the next block first
     /// if it is full and round control allows; used to size batch steals.
     fn room(&self) -> u32 {
-        let margin = self.ring.block_size();
-        let back = |w: &Self| {
-            let block = w.ring.block(w.producer_block.get());
-            // Relaxed: written only by this thread.
-            index(block.owner.back.load_owned())
-        };
-        if back(self) == margin && !self.advance_producer() {
+        if index(self.back.get()) == self.margin && !self.advance_producer() {
             return 0;
         }
-        margin - back(self)
+        self.margin - index(self.back.get())
     }
 }
 

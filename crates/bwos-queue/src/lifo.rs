@@ -118,6 +118,9 @@ pub fn new<T>(config: Config) -> (Worker<T>, Stealer<T>) {
         top: Cell::new(n),
         top_block: Cell::new(0),
         low: Cell::new(n),
+        front: Cell::new(0),
+        back: Cell::new(0),
+        margin,
     };
     (worker, Stealer { ring })
 }
@@ -136,6 +139,15 @@ pub struct Worker<T> {
     /// The lowest virtual block the owner may take back: blocks below it
     /// belong to an earlier lap.
     low: Cell<u64>,
+    /// The owner block's front and back indices. Thieves never look at the
+    /// owner's block, so while the owner works in a block its positions
+    /// live here, in plain memory; the owner parks them in the block's
+    /// shared words when it leaves the block and picks them up when it
+    /// comes back.
+    front: Cell<u32>,
+    back: Cell<u32>,
+    /// The block size, kept here to spare the fast path a load.
+    margin: u32,
 }
 
 impl<T> Worker<T> {
@@ -158,16 +170,13 @@ impl<T> Worker<T> {
     /// ```
     #[inline]
     pub fn push(&self, item: T) -> Result<(), T> {
-        let block = self.ring.block(self.top_block.get());
-        // Relaxed: only this thread writes the owner's positions, and
-        // thieves never read `back` in the LIFO variant.
-        let back = block.owner.back.load_owned();
-        if index(back) < self.ring.block_size() {
+        let back = self.back.get();
+        if back < self.margin {
             // SAFETY: entries at and above `back` in the owner's block are
-            // empty and closed to thieves (the block is not granted).
-            unsafe { block.write(index(back), item) };
-            // Relaxed: see the load; the grant publishes the entry.
-            block.owner.back.store(back + 1, Ordering::Relaxed);
+            // empty and closed to thieves (the block is not granted), and
+            // `back` is below the block size.
+            unsafe { self.own_block().write(back, item) };
+            self.back.set(back + 1);
             return Ok(());
         }
         self.push_slow(item)
@@ -185,17 +194,25 @@ impl<T> Worker<T> {
     /// `false`, changing nothing, when round control forbids it (full).
     fn advance(&self) -> bool {
         let ring = &*self.ring;
-        let margin = ring.block_size();
+        let margin = self.margin;
+        debug_assert_eq!(self.back.get(), margin, "the owner leaves full blocks only");
+        let current_round = ring.locate(self.top.get()).1;
         let next = self.top.get() + 1;
         let (next_block, next_round) = ring.locate(next);
         let target = ring.block(next_block);
-        // Relaxed: `back` is written only by this thread.
+        // `back` is written only by this thread.
         let target_back = target.owner.back.load_owned();
-        let new_lap = round(target_back) != next_round;
-        if new_lap {
-            // Acquire: pairs with the Release `fetch_add` of every thief that
-            // read an entry of this block in the previous lap, so those reads
-            // happen before the writes of the new lap.
+        if round(target_back) == next_round {
+            // The owner has been here in this lap and left the block empty
+            // and closed when it took over the block below: pick up its
+            // parked positions.
+            self.leave(current_round);
+            self.front.set(index(target.owner.front.load_owned()));
+            self.back.set(index(target_back));
+        } else {
+            // A new lap. Acquire: pairs with the Release `fetch_add` of
+            // every thief that read an entry of this block in the previous
+            // lap, so those reads happen before the writes of the new lap.
             let stolen = target.thief.stolen.load(Ordering::Acquire);
             if stolen != pack(next_round.wrapping_sub(1), margin) {
                 return false;
@@ -203,15 +220,8 @@ impl<T> Worker<T> {
             // Reset by the owner (paper section 5.2). Relaxed: thieves
             // can reserve nothing here until the Release grant that follows
             // the owner's writes; a thief holding a word of the previous
-            // round fails its CAS because the round changed.
-            target
-                .owner
-                .front
-                .store(pack(next_round, 0), Ordering::Relaxed);
-            target
-                .owner
-                .back
-                .store(pack(next_round, 0), Ordering::Relaxed);
+            // round fails its CAS because the round changed. `front` and
+            // `back` live in the worker while the owner is in the block.
             target
                 .thief
                 .stolen
@@ -220,29 +230,39 @@ impl<T> Worker<T> {
                 .thief
                 .steal
                 .store(pack(next_round, margin), Ordering::Relaxed);
+            self.leave(current_round);
+            self.front.set(0);
+            self.back.set(0);
             // Blocks a whole lap below the new top are the previous lap's.
             let lowest = next + 1 - ring.num_blocks() as u64;
             self.low.set(self.low.get().max(lowest));
         }
-        // Otherwise the owner left `target` empty and closed when it took
-        // over the block below: it can continue at `back` directly.
-
-        let current = self.own_block();
-        debug_assert_eq!(
-            self.own_items().end,
-            margin,
-            "the owner leaves full blocks only"
-        );
-        // Relaxed: written only by this thread.
-        let front = current.owner.front.load_owned();
-        if index(front) < margin {
-            // Grant. Release: pairs with the thieves' Acquire CAS on `steal`;
-            // the entries written in this block become visible to them.
-            current.thief.steal.store(front, Ordering::Release);
-        }
         self.top.set(next);
         self.top_block.set(next_block);
         true
+    }
+
+    /// Parks the owner block's positions in its shared words and, if it
+    /// holds items, grants it to thieves.
+    fn leave(&self, round: u32) {
+        let block = self.own_block();
+        let (front, back) = (self.front.get(), self.back.get());
+        // Relaxed: these words are read only by this thread (and by the
+        // last handle's drop, ordered by the reference count).
+        block
+            .owner
+            .front
+            .store(pack(round, front), Ordering::Relaxed);
+        block.owner.back.store(pack(round, back), Ordering::Relaxed);
+        if front < back {
+            debug_assert_eq!(back, self.margin, "only full blocks are granted");
+            // Grant. Release: pairs with the thieves' Acquire CAS on
+            // `steal`; the entries written in this block become visible.
+            block
+                .thief
+                .steal
+                .store(pack(round, front), Ordering::Release);
+        }
     }
 
     /// Pops the most recently pushed item still in the queue.
@@ -252,16 +272,13 @@ impl<T> Worker<T> {
     /// giving up, so `None` means thieves took or are taking everything.
     #[inline]
     pub fn pop(&self) -> Option<T> {
-        let block = self.ring.block(self.top_block.get());
-        // Relaxed: the owner's positions are written only by this thread.
-        let back = block.owner.back.load_owned();
-        let front = block.owner.front.load_owned();
-        if back > front {
+        let back = self.back.get();
+        if back > self.front.get() {
             let back = back - 1;
-            block.owner.back.store(back, Ordering::Relaxed);
+            self.back.set(back);
             // SAFETY: `front..back` of the owner's block hold items written
             // by this thread, closed to thieves.
-            return Some(unsafe { block.read(index(back)) });
+            return Some(unsafe { self.own_block().read(back) });
         }
         self.pop_slow()
     }
@@ -269,8 +286,9 @@ impl<T> Worker<T> {
     #[cold]
     fn pop_slow(&self) -> Option<T> {
         let ring = &*self.ring;
-        let margin = ring.block_size();
+        let margin = self.margin;
         while self.top.get() > self.low.get() {
+            let current_round = ring.locate(self.top.get()).1;
             let below = self.top.get() - 1;
             let (below_block, below_round) = ring.locate(below);
             let block = ring.block(below_block);
@@ -282,10 +300,12 @@ impl<T> Worker<T> {
                 .thief
                 .steal
                 .swap(pack(below_round, margin), Ordering::Relaxed);
-            block
-                .owner
-                .front
-                .store(pack(below_round, index(old)), Ordering::Relaxed);
+            // The block was left full when the owner moved up from it.
+            debug_assert_eq!(index(block.owner.back.load_owned()), margin);
+            // The block being left is empty: nothing to grant.
+            self.leave(current_round);
+            self.front.set(index(old));
+            self.back.set(margin);
             self.top.set(below);
             self.top_block.set(below_block);
             if index(old) < margin {
@@ -313,30 +333,21 @@ impl<T> Worker<T> {
     ///
     /// Exact when no thief is active; reads every block's steal position.
     pub fn is_empty(&self) -> bool {
-        self.own_items().is_empty() && self.ring.estimated_len() == 0
+        self.back.get() == self.front.get() && self.ring.estimated_len() == 0
     }
 
+    #[inline(always)]
     fn own_block(&self) -> &Block<T> {
         self.ring.block(self.top_block.get())
-    }
-
-    /// The entries of the owner's block holding items.
-    fn own_items(&self) -> Range<u32> {
-        let block = self.own_block();
-        // Relaxed: written only by this thread.
-        let front = block.owner.front.load_owned();
-        let back = block.owner.back.load_owned();
-        index(front)..index(back)
     }
 
     /// Free entries in the owner's block, moving up a block first if it is
     /// full and round control allows; used to size batch steals.
     fn room(&self) -> u32 {
-        let margin = self.ring.block_size();
-        if self.own_items().end == margin && !self.advance() {
+        if self.back.get() == self.margin && !self.advance() {
             return 0;
         }
-        margin - self.own_items().end
+        self.margin - self.back.get()
     }
 }
 
@@ -344,9 +355,11 @@ impl<T> Drop for Worker<T> {
     fn drop(&mut self) {
         // The owner's block is closed to thieves, so its items die with the
         // worker; the ring drops what is left in granted blocks.
-        let own = self.own_items();
         // SAFETY: the owner's items, closed to thieves, dropped once here.
-        unsafe { self.own_block().drop_range(own.start, own.end) };
+        unsafe {
+            self.own_block()
+                .drop_range(self.front.get(), self.back.get())
+        };
     }
 }
 

@@ -74,12 +74,6 @@ impl<T, F: Flavor> Ring<T, F> {
         }
     }
 
-    /// The block margin: the number of entries per block.
-    #[inline(always)]
-    pub(crate) fn block_size(&self) -> u32 {
-        self.block_size
-    }
-
     pub(crate) fn num_blocks(&self) -> usize {
         self.blocks.len()
     }
