@@ -34,6 +34,7 @@
 use std::cell::Cell;
 use std::fmt;
 use std::ops::Range;
+use std::ptr::NonNull;
 
 use crate::block::{Block, Positions};
 use crate::config::Config;
@@ -128,11 +129,13 @@ pub fn new<T>(config: Config) -> (Worker<T>, Stealer<T>) {
         ring: ring.clone(),
         producer: Cell::new(n),
         producer_block: Cell::new(0),
+        producer_ptr: Cell::new(ring.block_ptr(0)),
         back: Cell::new(pack(1, 0)),
         // The consumer starts on the block before, finished with round 0,
         // and takes over block 0 on its first `pop`.
         consumer: Cell::new(n - 1),
         consumer_block: Cell::new(config.num_blocks() - 1),
+        consumer_ptr: Cell::new(ring.block_ptr(config.num_blocks() - 1)),
         front: Cell::new(margin),
         margin,
     };
@@ -149,6 +152,8 @@ pub struct Worker<T> {
     producer: Cell<u64>,
     /// `producer % num_blocks`, kept to spare the fast path a division.
     producer_block: Cell<usize>,
+    /// Block `producer_block` of `ring`, cached for the fast path.
+    producer_ptr: Cell<NonNull<Block<T>>>,
     /// The producer block's `back` word. The block's shared word is kept
     /// equal to it (thieves read it); this copy spares the fast path a load
     /// from the shared cache line.
@@ -157,6 +162,8 @@ pub struct Worker<T> {
     consumer: Cell<u64>,
     /// `consumer % num_blocks`.
     consumer_block: Cell<usize>,
+    /// Block `consumer_block` of `ring`, cached for the fast path.
+    consumer_ptr: Cell<NonNull<Block<T>>>,
     /// The consumer block's front index. Nobody else reads it while the
     /// consumer is in the block: the consumer parks it in the block's
     /// shared `front` word when it moves on.
@@ -178,7 +185,9 @@ impl<T> Worker<T> {
     pub fn push(&self, item: T) -> Result<(), T> {
         let back = self.back.get();
         if index(back) < self.margin {
-            let block = self.ring.block(self.producer_block.get());
+            // SAFETY: `producer_ptr` points into the blocks of `self.ring`,
+            // which live as long as the `Arc` this worker holds.
+            let block = unsafe { self.producer_ptr.get().as_ref() };
             // SAFETY: entries at and above `back` are empty: the block was
             // reset for this round after every reader of the previous round
             // finished, and thieves and the consumer read only below `back`,
@@ -245,6 +254,7 @@ impl<T> Worker<T> {
             .store(pack(next_round, 0), Ordering::Release);
         self.producer.set(next);
         self.producer_block.set(next_block);
+        self.producer_ptr.set(ring.block_ptr(next_block));
         self.back.set(pack(next_round, 0));
         true
     }
@@ -313,6 +323,7 @@ impl<T> Worker<T> {
                 .fetch_add(u64::from(margin - taken), Ordering::Relaxed);
             self.consumer.set(next);
             self.consumer_block.set(next_block);
+            self.consumer_ptr.set(ring.block_ptr(next_block));
             self.front.set(taken);
         }
     }
@@ -339,7 +350,9 @@ impl<T> Worker<T> {
 
     #[inline(always)]
     fn consumer_block(&self) -> &Block<T> {
-        self.ring.block(self.consumer_block.get())
+        // SAFETY: `consumer_ptr` points into the blocks of `self.ring`,
+        // which live as long as the `Arc` this worker holds.
+        unsafe { self.consumer_ptr.get().as_ref() }
     }
 
     /// The entries of the consumer's block holding items.
@@ -358,6 +371,11 @@ impl<T> Worker<T> {
         self.margin - index(self.back.get())
     }
 }
+
+// SAFETY: the cached block pointers point into the ring the worker co-owns
+// through its `Arc`, so sending the worker sends that co-ownership along;
+// as for the ring itself, the items cross threads, hence `T: Send`.
+unsafe impl<T: Send> Send for Worker<T> {}
 
 impl<T> Drop for Worker<T> {
     fn drop(&mut self) {

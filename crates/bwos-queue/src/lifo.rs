@@ -37,6 +37,7 @@
 use std::cell::Cell;
 use std::fmt;
 use std::ops::Range;
+use std::ptr::NonNull;
 
 use crate::block::{Block, Positions};
 use crate::config::Config;
@@ -117,6 +118,7 @@ pub fn new<T>(config: Config) -> (Worker<T>, Stealer<T>) {
         ring: ring.clone(),
         top: Cell::new(n),
         top_block: Cell::new(0),
+        top_ptr: Cell::new(ring.block_ptr(0)),
         low: Cell::new(n),
         front: Cell::new(0),
         back: Cell::new(0),
@@ -136,6 +138,8 @@ pub struct Worker<T> {
     top: Cell<u64>,
     /// `top % num_blocks`, kept to spare the fast path a division.
     top_block: Cell<usize>,
+    /// Block `top_block` of `ring`, cached for the fast path.
+    top_ptr: Cell<NonNull<Block<T>>>,
     /// The lowest virtual block the owner may take back: blocks below it
     /// belong to an earlier lap.
     low: Cell<u64>,
@@ -239,6 +243,7 @@ impl<T> Worker<T> {
         }
         self.top.set(next);
         self.top_block.set(next_block);
+        self.top_ptr.set(ring.block_ptr(next_block));
         true
     }
 
@@ -308,6 +313,7 @@ impl<T> Worker<T> {
             self.back.set(margin);
             self.top.set(below);
             self.top_block.set(below_block);
+            self.top_ptr.set(ring.block_ptr(below_block));
             if index(old) < margin {
                 // The block was granted full: `old..margin` is ours again.
                 return self.pop();
@@ -338,7 +344,10 @@ impl<T> Worker<T> {
 
     #[inline(always)]
     fn own_block(&self) -> &Block<T> {
-        self.ring.block(self.top_block.get())
+        // SAFETY: `top_ptr` points into the blocks of `self.ring`, which
+        // live as long as the `Arc` this worker holds; only shared
+        // references to blocks are ever made.
+        unsafe { self.top_ptr.get().as_ref() }
     }
 
     /// Free entries in the owner's block, moving up a block first if it is
@@ -350,6 +359,11 @@ impl<T> Worker<T> {
         self.margin - self.back.get()
     }
 }
+
+// SAFETY: the cached block pointer points into the ring the worker co-owns
+// through its `Arc`, so sending the worker sends that co-ownership along;
+// as for the ring itself, the items cross threads, hence `T: Send`.
+unsafe impl<T: Send> Send for Worker<T> {}
 
 impl<T> Drop for Worker<T> {
     fn drop(&mut self) {

@@ -5,6 +5,7 @@
 
 use std::marker::PhantomData;
 use std::ops::Range;
+use std::ptr::NonNull;
 
 use crossbeam_utils::CachePadded;
 
@@ -85,6 +86,12 @@ impl<T, F: Flavor> Ring<T, F> {
     #[inline(always)]
     pub(crate) fn block(&self, index: usize) -> &Block<T> {
         &self.blocks[index]
+    }
+
+    /// A pointer to block `index`, valid as long as the ring lives: the
+    /// owner caches the one it works in, to spare its fast path the lookup.
+    pub(crate) fn block_ptr(&self, index: usize) -> NonNull<Block<T>> {
+        NonNull::from(&self.blocks[index])
     }
 
     /// The block index and round of virtual block number `virtual_block`:

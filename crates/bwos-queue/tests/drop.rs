@@ -157,3 +157,16 @@ macro_rules! drop_tests {
 
 drop_tests!(lifo);
 drop_tests!(fifo);
+
+/// Workers move between threads, stealers are shared between them.
+#[test]
+fn handles_have_the_documented_auto_traits() {
+    fn send<T: Send>() {}
+    fn sync<T: Sync>() {}
+    send::<bwos_queue::lifo::Worker<String>>();
+    send::<bwos_queue::fifo::Worker<String>>();
+    send::<bwos_queue::lifo::Stealer<String>>();
+    sync::<bwos_queue::lifo::Stealer<String>>();
+    send::<bwos_queue::fifo::Stealer<String>>();
+    sync::<bwos_queue::fifo::Stealer<String>>();
+}

@@ -161,6 +161,11 @@ pub fn run(args: &QueueArgs) -> Vec<Sample> {
             .expect("a valid template")
             .progress_chars("=> "),
     );
+    // Let the machine settle (frequency, caches, page faults) before the
+    // first measurement: on a shared machine the first runs are otherwise
+    // slower for everybody, and that skews the first experiment.
+    progress.set_message("warming up");
+    no_thief::run::<SeqStack>(plan.duration.max(Duration::from_millis(300)));
     if wanted(Experiment::NoThief) {
         progress.set_prefix("no thief");
         let d = plan.duration;
