@@ -1,7 +1,5 @@
 //! What every report starts with: machine, command line, revision.
 
-use std::process::Command;
-
 use serde::Serialize;
 
 /// Where and how a report was produced.
@@ -23,7 +21,7 @@ impl Header {
             cpu_model: cpu_model().unwrap_or_else(|| "unknown CPU".into()),
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             os: format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
-            git_revision: git_revision().unwrap_or_else(|| "unknown revision".into()),
+            git_revision: env!("BWOS_GIT_REVISION").to_string(),
             optimized: !cfg!(debug_assertions),
         }
     }
@@ -47,15 +45,4 @@ fn cpu_model() -> Option<String> {
         .find(|line| line.starts_with("model name"))
         .and_then(|line| line.split(':').nth(1))
         .map(|model| model.trim().to_string())
-}
-
-fn git_revision() -> Option<String> {
-    let output = Command::new("git")
-        .args(["describe", "--always", "--dirty"])
-        .output()
-        .ok()?;
-    output
-        .status
-        .success()
-        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_string())
 }
