@@ -34,15 +34,7 @@ impl Row<'_> {
 fn groups(samples: &[Sample]) -> Vec<((Experiment, String), Vec<Row<'_>>)> {
     let mut groups: Vec<((Experiment, String), Vec<Row>)> = Vec::new();
     for sample in samples {
-        let key = (sample.experiment, sample.setting.clone());
-        let at = match groups.iter().position(|(k, _)| *k == key) {
-            Some(at) => at,
-            None => {
-                groups.push((key, Vec::new()));
-                groups.len() - 1
-            }
-        };
-        let rows = &mut groups[at].1;
+        let rows = entry(&mut groups, (sample.experiment, sample.setting.clone()));
         match rows.iter_mut().find(|r| r.queue == sample.queue) {
             Some(row) => row.samples.push(sample),
             None => rows.push(Row {
@@ -53,6 +45,19 @@ fn groups(samples: &[Sample]) -> Vec<((Experiment, String), Vec<Row<'_>>)> {
         }
     }
     groups
+}
+
+/// The value stored under `key` in an insertion-ordered list of pairs,
+/// inserted empty if missing (tables and plots keep measurement order).
+fn entry<K: PartialEq, V: Default>(pairs: &mut Vec<(K, V)>, key: K) -> &mut V {
+    let at = match pairs.iter().position(|(k, _)| *k == key) {
+        Some(at) => at,
+        None => {
+            pairs.push((key, V::default()));
+            pairs.len() - 1
+        }
+    };
+    &mut pairs[at].1
 }
 
 fn title(experiment: Experiment) -> &'static str {
@@ -193,10 +198,7 @@ fn plots(samples: &[Sample], dir: &Path) -> io::Result<Vec<String>> {
                 let (Some(share), Some(ops)) = (share, ops) else {
                     continue;
                 };
-                match series.iter_mut().find(|(q, _)| *q == row.queue) {
-                    Some((_, points)) => points.push((share, ops)),
-                    None => series.push((row.queue, vec![(share, ops)])),
-                }
+                entry(&mut series, row.queue).push((share, ops));
             }
         }
         if series.is_empty() {
@@ -230,22 +232,12 @@ fn plots(samples: &[Sample], dir: &Path) -> io::Result<Vec<String>> {
             .iter()
             .position(|p| p.name() == policy)
             .unwrap_or(0) as f64;
-        let at = match pool_plots.iter().position(|(p, _)| p == prefix) {
-            Some(at) => at,
-            None => {
-                pool_plots.push((prefix.to_string(), Vec::new()));
-                pool_plots.len() - 1
-            }
-        };
+        let series = entry(&mut pool_plots, prefix.to_string());
         for row in rows {
             let Some(ops) = Summary::of(&row.throughput()).map(|s| s.median / 1e6) else {
                 continue;
             };
-            let series = &mut pool_plots[at].1;
-            match series.iter_mut().find(|(q, _)| *q == row.queue) {
-                Some((_, points)) => points.push((x, ops)),
-                None => series.push((row.queue, vec![(x, ops)])),
-            }
+            entry(series, row.queue).push((x, ops));
         }
     }
     for (prefix, series) in pool_plots {
