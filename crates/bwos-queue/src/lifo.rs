@@ -322,6 +322,76 @@ impl<T> Worker<T> {
         None
     }
 
+    /// Opens the items in the owner's block to thieves now instead of when
+    /// the block fills up; returns `false`, changing nothing, when the block
+    /// holds no item or the next block is not free (the queue is full).
+    ///
+    /// Thieves never see the owner's current block, so a runtime whose
+    /// queues stay shallow (fork/join keeps one entry per pending join)
+    /// calls this when it learns that other workers are hungry. The items
+    /// move to the top of the block, the entries below them count as
+    /// stolen for this round, the block is granted and the owner moves up
+    /// one block. It costs one read-modify-write and a copy of at most one
+    /// block; the owner takes the items back with `pop` as usual.
+    ///
+    /// ```
+    /// use bwos_queue::{lifo, Config};
+    ///
+    /// let (worker, stealer) = lifo::new::<u32>(Config::new(4, 8)?);
+    /// worker.push(1).unwrap();
+    /// worker.push(2).unwrap();
+    /// assert!(stealer.steal().is_empty()); // private to the owner
+    /// assert!(worker.share());
+    /// assert_eq!(stealer.steal().success(), Some(1));
+    /// assert_eq!(worker.pop(), Some(2));
+    /// assert_eq!(worker.pop(), None);
+    /// # Ok::<(), bwos_queue::ConfigError>(())
+    /// ```
+    pub fn share(&self) -> bool {
+        let (front, back) = (self.front.get(), self.back.get());
+        if front == back || !self.next_block_free() {
+            return false;
+        }
+        let gap = self.margin - back;
+        if gap > 0 {
+            let block = self.own_block();
+            // Top down: the destination lies above the source and the two
+            // ranges may overlap.
+            for index in (front..back).rev() {
+                // SAFETY: `front..back` hold the owner's items and
+                // `back..margin` is empty; the block is closed to thieves,
+                // so this thread alone accesses these entries, and both
+                // indices are below the block size.
+                unsafe { block.write(index + gap, block.read(index)) };
+            }
+            // The `gap` entries now below the items will never hold an item
+            // this round: count them as stolen so that round control sees
+            // the block drained when thieves have taken the items. Relaxed:
+            // no data is published; the RMW keeps the thieves' Release
+            // increments a single release sequence for the owner's Acquire.
+            block.thief.stolen.fetch_add(u64::from(gap), Ordering::Relaxed);
+            self.front.set(front + gap);
+            self.back.set(self.margin);
+        }
+        let moved = self.advance();
+        debug_assert!(moved, "the next block was checked to be free");
+        moved
+    }
+
+    /// Whether `advance` would succeed: the next block is either one the
+    /// owner already used in this lap or fully drained from the last lap.
+    fn next_block_free(&self) -> bool {
+        let ring = &*self.ring;
+        let (next_block, next_round) = ring.locate(self.top.get() + 1);
+        let target = ring.block(next_block);
+        // `back` is written only by this thread. Relaxed `stolen`: a hint;
+        // `advance` loads it again with Acquire before reusing the block,
+        // and `stolen` only grows towards the margin within a round.
+        round(target.owner.back.load_owned()) == next_round
+            || target.thief.stolen.load(Ordering::Relaxed)
+                == pack(next_round.wrapping_sub(1), self.margin)
+    }
+
     /// A [`Stealer`] for this queue.
     pub fn stealer(&self) -> Stealer<T> {
         Stealer {

@@ -19,8 +19,10 @@ use loom::thread;
 enum Step {
     Put(usize),
     Get(usize),
+    /// `lifo::Worker::share` (LIFO models only).
+    Share,
 }
-use Step::{Get, Put};
+use Step::{Get, Put, Share};
 
 /// The owner of Figure 9: three rounds of puts and gets.
 const FIGURE_9: &[Step] = &[Put(3), Get(2), Put(4), Get(3), Put(5), Get(4)];
@@ -54,7 +56,8 @@ fn record(seen: &mut u64, item: u64) {
 }
 
 macro_rules! models {
-    ($variant:ident, figure_9: $fig9:expr, batch: $batch:expr, stalled: $stalled:expr) => {
+    ($variant:ident, figure_9: $fig9:expr, batch: $batch:expr, stalled: $stalled:expr
+        $(, share: $share:expr)?) => {
         mod $variant {
             use super::*;
             use bwos_queue::{Config, Steal, $variant};
@@ -115,6 +118,7 @@ macro_rules! models {
                                     }
                                 }
                             }
+                            Share => share(&worker),
                         }
                     }
 
@@ -167,8 +171,43 @@ macro_rules! models {
                     $stalled,
                 );
             }
+
+            $(
+            /// The owner opens a partly filled block to thieves twice, the
+            /// second time into a block of the previous lap that is free
+            /// only if a thief drained it, while two thieves steal.
+            #[test]
+            fn share_partial_block() {
+                run(
+                    &[Put(1), Share, Put(2), Get(1), Share, Put(1), Get(4)],
+                    &[Thief::Single(1), Thief::Single(1)],
+                    $share,
+                );
+            }
+            )?
         }
     };
+}
+
+/// The owner's share step; only the LIFO worker has one.
+fn share<W: Shareable>(worker: &W) {
+    worker.share_now();
+}
+
+trait Shareable {
+    fn share_now(&self);
+}
+
+impl Shareable for bwos_queue::lifo::Worker<u64> {
+    fn share_now(&self) {
+        self.share();
+    }
+}
+
+impl Shareable for bwos_queue::fifo::Worker<u64> {
+    fn share_now(&self) {
+        unreachable!("FIFO models have no share step");
+    }
 }
 
 // Preemption bounds per model, chosen so the six models take about three
@@ -177,5 +216,5 @@ macro_rules! models {
 // thieves can steal from the block the producer is filling, so every push
 // is a point of interaction and the FIFO state space is far larger than the
 // LIFO one at the same bound. Deeper runs: `LOOM_MAX_PREEMPTIONS=3`.
-models!(lifo, figure_9: 2, batch: 4, stalled: 3);
+models!(lifo, figure_9: 2, batch: 4, stalled: 3, share: 3);
 models!(fifo, figure_9: 1, batch: 2, stalled: 1);

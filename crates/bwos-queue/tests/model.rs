@@ -13,6 +13,8 @@ enum Op {
     Steal,
     StealBatch,
     StealSampled(usize),
+    /// `lifo::Worker::share` (a no-op step for FIFO).
+    Share,
 }
 
 fn ops(with_thieves: bool) -> impl Strategy<Value = Vec<Op>> {
@@ -23,6 +25,7 @@ fn ops(with_thieves: bool) -> impl Strategy<Value = Vec<Op>> {
             2 => Just(Op::Steal),
             1 => Just(Op::StealBatch),
             1 => any::<usize>().prop_map(Op::StealSampled),
+            1 => Just(Op::Share),
         ]
         .boxed()
     } else {
@@ -111,16 +114,29 @@ proptest! {
         let (worker, stealer) = lifo::new::<u32>(config);
         let (thief, _) = lifo::new::<u32>(config);
         let mut model = Vec::new();
+        let mut shared = false;
         for (next, op) in (0u32..).zip(ops) {
             match op {
                 Op::Push => match worker.push(next) {
                     Ok(()) => model.push(next),
                     Err(back) => {
                         prop_assert_eq!(back, next);
-                        prop_assert!(model.len() > config.block_size(), "refused with {} items", model.len());
+                        // Sharing leaves entries unused for the rest of the
+                        // round, so after a share only a non-empty queue is
+                        // promised; otherwise the next block holds an item and
+                        // the owner's block is full.
+                        let least = if shared { 1 } else { config.block_size() + 1 };
+                        prop_assert!(model.len() >= least, "refused with {} items", model.len());
                     }
                 },
                 Op::Pop => prop_assert_eq!(worker.pop(), model.pop()),
+                Op::Share => {
+                    let before = stealer.estimated_len();
+                    shared = true;
+                    if worker.share() {
+                        prop_assert!(stealer.estimated_len() > before, "share opened nothing");
+                    }
+                }
                 Op::Steal => check_steal(stealer.steal(), &mut model)?,
                 Op::StealSampled(sample) => check_steal(stealer.steal_sampled(sample), &mut model)?,
                 Op::StealBatch => {
@@ -161,6 +177,7 @@ proptest! {
                         prop_assert!(pushed_total % config.block_size() == 0, "refused inside a block");
                     }
                 },
+                Op::Share => {}
                 Op::Pop => {
                     let oldest = (!model.is_empty()).then(|| model.remove(0));
                     prop_assert_eq!(worker.pop(), oldest);
