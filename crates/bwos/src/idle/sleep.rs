@@ -1,0 +1,148 @@
+//! Who is searching for work, who sleeps, and waking sleepers without
+//! losing a wake-up.
+//!
+//! One word counts the workers that search (spin or yield looking for
+//! work) and those that sleep (parked). Producers of work read it: a local
+//! push reads it with a plain load to learn whether anybody is hungry (the
+//! owner then shares its private block), and whoever makes work visible
+//! wakes a sleeper when nobody searches.
+//!
+//! A worker falls asleep in three steps: announce (its state becomes
+//! `ASLEEP` and it moves from the searching to the sleeping count, a SeqCst
+//! read-modify-write), then look once more for work, then park. A producer
+//! makes its work visible, issues a SeqCst fence and then reads the counts.
+//! Of the sleeper's final look and the producer's read, one is ordered
+//! after the other in the single SeqCst order, so either the sleeper sees
+//! the work or the producer sees the sleeper and wakes it (the loom model
+//! `sleep_no_lost_wakeup` checks this).
+
+use crossbeam_utils::CachePadded;
+
+use crate::latch::CoreLatch;
+use crate::sync::{AtomicU8, AtomicU64, AtomicUsize, Ordering, fence, park};
+
+/// One searching worker in the counts word.
+const SEARCHER: u64 = 1;
+/// One sleeping worker in the counts word.
+const SLEEPER: u64 = 1 << 32;
+/// From searching to sleeping: `+ SLEEPER - SEARCHER` (no borrow: the
+/// worker was counted as searching).
+const FALL_ASLEEP: u64 = SLEEPER - SEARCHER;
+
+const AWAKE: u8 = 0;
+const ASLEEP: u8 = 1;
+
+/// The pool's sleep state.
+pub(crate) struct Sleep {
+    /// Searching workers in the low half, sleeping ones in the high half.
+    counts: CachePadded<AtomicU64>,
+    /// Per worker: `ASLEEP` from its announcement until it or a waker
+    /// flips it back (exactly one of them does, with a read-modify-write).
+    states: Box<[CachePadded<AtomicU8>]>,
+    /// Where the next search for a sleeper starts, so wake-ups rotate.
+    next_wake: AtomicUsize,
+}
+
+impl Sleep {
+    pub(crate) fn new(num_workers: usize) -> Self {
+        Sleep {
+            counts: CachePadded::new(AtomicU64::new(0)),
+            states: (0..num_workers)
+                .map(|_| CachePadded::new(AtomicU8::new(AWAKE)))
+                .collect(),
+            next_wake: AtomicUsize::new(0),
+        }
+    }
+
+    /// Whether any worker searches or sleeps: the push fast path's one
+    /// extra load.
+    #[inline]
+    pub(crate) fn anyone_idle(&self) -> bool {
+        // Relaxed: a hint about whether to share work; the decision to
+        // wake a sleeper is taken again after a fence (`notify`).
+        self.counts.load(Ordering::Relaxed) != 0
+    }
+
+    /// The calling worker starts searching.
+    pub(crate) fn start_searching(&self) {
+        // Relaxed: the searching count is a hint for producers.
+        self.counts.fetch_add(SEARCHER, Ordering::Relaxed);
+    }
+
+    /// The calling worker found work or stops waiting.
+    pub(crate) fn stop_searching(&self) {
+        // Relaxed: as for `start_searching`.
+        self.counts.fetch_sub(SEARCHER, Ordering::Relaxed);
+    }
+
+    /// Puts searching worker `index` to sleep until a producer wakes it,
+    /// `latch` is set, or it finds `has_work()` true in its final look. On
+    /// return the worker counts as searching again.
+    pub(crate) fn sleep(&self, index: usize, latch: &CoreLatch, has_work: impl Fn() -> bool) {
+        if !latch.get_sleepy() {
+            return;
+        }
+        // SeqCst store and RMW: a waker that reads the new counts (SeqCst)
+        // also sees the state.
+        self.states[index].store(ASLEEP, Ordering::SeqCst);
+        self.counts.fetch_add(FALL_ASLEEP, Ordering::SeqCst);
+        // The sleeper's half of the Dekker pair with `notify`.
+        fence(Ordering::SeqCst);
+        if !has_work() {
+            // Spurious and stale unparks make `park` return early; the
+            // announcements stand until a waker or the latch's setter
+            // replaces them.
+            // Acquire: pairs with the waker's AcqRel CAS.
+            while self.states[index].load(Ordering::Acquire) == ASLEEP && latch.is_sleeping() {
+                park();
+            }
+        }
+        self.wake_self(index);
+        latch.wake_up();
+    }
+
+    /// Undoes a sleep announcement unless a waker already did.
+    fn wake_self(&self, index: usize) {
+        // AcqRel: the swap decides against a concurrent waker's CAS who
+        // moves the worker back to the searching count.
+        if self.states[index].swap(AWAKE, Ordering::AcqRel) == ASLEEP {
+            self.counts.fetch_sub(FALL_ASLEEP, Ordering::SeqCst);
+        }
+    }
+
+    /// Called after making work visible to other workers (an injection, a
+    /// shared block): wakes a sleeper if nobody is searching. `unpark`
+    /// unparks worker `i`.
+    pub(crate) fn notify(&self, unpark: impl Fn(usize)) {
+        // The producer's half of the Dekker pair with `sleep`.
+        fence(Ordering::SeqCst);
+        let counts = self.counts.load(Ordering::SeqCst);
+        let searching = counts & (SLEEPER - 1);
+        let sleeping = counts >> 32;
+        if searching == 0 && sleeping > 0 {
+            self.wake_one(unpark);
+        }
+    }
+
+    /// Wakes one sleeping worker, if there is one.
+    fn wake_one(&self, unpark: impl Fn(usize)) {
+        let n = self.states.len();
+        // Relaxed: only spreads wake-ups over the workers.
+        let start = self.next_wake.fetch_add(1, Ordering::Relaxed);
+        for offset in 0..n {
+            let index = (start + offset) % n;
+            let state = &self.states[index];
+            // Relaxed load: a filter; the CAS decides. AcqRel CAS: pairs
+            // with the sleeper's swap and Acquire load of its state.
+            if state.load(Ordering::Relaxed) == ASLEEP
+                && state
+                    .compare_exchange(ASLEEP, AWAKE, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+            {
+                self.counts.fetch_sub(FALL_ASLEEP, Ordering::SeqCst);
+                unpark(index);
+                return;
+            }
+        }
+    }
+}

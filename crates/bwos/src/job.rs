@@ -1,0 +1,175 @@
+//! Jobs: a pointer plus the function that runs what it points to.
+//!
+//! Front ends decide where a job lives: [`StackJob`] on the stack of the
+//! frame that waits for it (`join`, `install`), [`HeapJob`] in a box that
+//! the job frees when it runs (`spawn`, `Scope::spawn`). Queues carry the
+//! two-word [`JobRef`].
+
+use std::any::Any;
+use std::cell::UnsafeCell;
+use std::panic::{self, AssertUnwindSafe};
+
+use crate::latch::Latch;
+
+/// A type-erased reference to a job, as queues carry it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct JobRef {
+    data: *const (),
+    execute: unsafe fn(*const ()),
+}
+
+// SAFETY: a `JobRef` is created only from jobs whose closures and results
+// are `Send` (enforced by the constructors' callers' bounds), and running
+// it on another thread is the point of work stealing.
+unsafe impl Send for JobRef {}
+
+impl JobRef {
+    /// Whether both refer to the same job (the same address: a job is
+    /// alive until it ran, so two live jobs never share one).
+    #[inline]
+    pub(crate) fn is(self, other: JobRef) -> bool {
+        std::ptr::eq(self.data, other.data)
+    }
+
+    /// Runs the job. Each `JobRef` must be executed exactly once, while
+    /// the job it points to is alive.
+    ///
+    /// # Safety
+    /// As above.
+    #[inline]
+    pub(crate) unsafe fn execute(self) {
+        // SAFETY: forwarded from the caller.
+        unsafe { (self.execute)(self.data) }
+    }
+}
+
+/// The outcome of a job that ran to completion or panicked.
+pub(crate) enum JobResult<R> {
+    Pending,
+    Done(R),
+    Panicked(Box<dyn Any + Send>),
+}
+
+impl<R> JobResult<R> {
+    pub(crate) fn of(f: impl FnOnce() -> R) -> Self {
+        match panic::catch_unwind(AssertUnwindSafe(f)) {
+            Ok(value) => JobResult::Done(value),
+            Err(payload) => JobResult::Panicked(payload),
+        }
+    }
+
+    /// The value, or the panic resumed on the calling thread.
+    pub(crate) fn into_value(self) -> R {
+        match self {
+            JobResult::Done(value) => value,
+            JobResult::Panicked(payload) => panic::resume_unwind(payload),
+            JobResult::Pending => unreachable!("a job's result was taken before it ran"),
+        }
+    }
+}
+
+/// A job that lives in the frame of the thread that waits for it: the
+/// closure, its result, and the latch its completion sets.
+pub(crate) struct StackJob<L, F, R> {
+    latch: L,
+    func: UnsafeCell<Option<F>>,
+    result: UnsafeCell<JobResult<R>>,
+}
+
+impl<L: Latch, F: FnOnce() -> R + Send, R: Send> StackJob<L, F, R> {
+    pub(crate) fn new(latch: L, func: F) -> Self {
+        StackJob {
+            latch,
+            func: UnsafeCell::new(Some(func)),
+            result: UnsafeCell::new(JobResult::Pending),
+        }
+    }
+
+    pub(crate) fn latch(&self) -> &L {
+        &self.latch
+    }
+
+    /// A reference for a queue. The job must stay where it is until it
+    /// ran and set its latch, or was taken back with `run_inline`.
+    pub(crate) fn as_job_ref(&self) -> JobRef {
+        JobRef {
+            data: (self as *const Self).cast(),
+            execute: Self::execute_erased,
+        }
+    }
+
+    /// Runs the job's closure on the calling thread, which took its
+    /// `JobRef` back before anybody else ran it. The latch is not set.
+    pub(crate) fn run_inline(&self) -> R {
+        // SAFETY: the caller holds the only `JobRef`, so nobody else
+        // touches the closure.
+        let func = unsafe { (*self.func.get()).take() };
+        func.expect("a stack job runs once")()
+    }
+
+    /// The result after the latch was observed set.
+    pub(crate) fn into_result(self) -> JobResult<R> {
+        self.result.into_inner()
+    }
+
+    /// # Safety
+    /// `this` is a `StackJob<L, F, R>` that has not run yet and stays alive
+    /// until its latch is set.
+    unsafe fn execute_erased(this: *const ()) {
+        let this: *const Self = this.cast();
+        // SAFETY: the caller guarantees the type and that this is the only
+        // execution; the waiter does not read `func` or `result` before
+        // the latch is set.
+        unsafe {
+            let func = (*(*this).func.get()).take().expect("a stack job runs once");
+            *(*this).result.get() = JobResult::of(func);
+            Latch::set(&raw const (*this).latch);
+        }
+    }
+}
+
+/// A job in a box, freed when it runs. Its closure handles its own panics
+/// (a scope records them, `spawn` hands them to the panic handler).
+pub(crate) struct HeapJob<F> {
+    func: F,
+}
+
+impl<F: FnOnce() + Send> HeapJob<F> {
+    /// Boxes `func` and returns the only reference to it; the job is freed
+    /// when that reference executes. Dropping the reference leaks the job.
+    ///
+    /// The closure may borrow data that the caller guarantees to keep
+    /// alive until the job has run (a scope waits for its jobs).
+    pub(crate) fn into_job_ref(func: F) -> JobRef {
+        let job = Box::into_raw(Box::new(HeapJob { func }));
+        JobRef {
+            data: job.cast_const().cast(),
+            execute: Self::execute_erased,
+        }
+    }
+
+    /// # Safety
+    /// `this` came from `into_job_ref` for this `F` and runs once.
+    unsafe fn execute_erased(this: *const ()) {
+        // SAFETY: the caller guarantees the pointer came from `Box::into_raw`
+        // of a `HeapJob<F>` and that this is its only execution.
+        let job = unsafe { Box::from_raw(this.cast::<Self>().cast_mut()) };
+        (job.func)();
+    }
+}
+
+/// Aborts the process if dropped during unwinding: guards code that must
+/// not unwind because a frame other threads point into would vanish.
+pub(crate) struct AbortOnUnwind {
+    pub(crate) what: &'static str,
+}
+
+impl Drop for AbortOnUnwind {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("bwos: {} panicked; aborting (this is a bug in bwos)", self.what);
+            std::process::abort();
+        }
+    }
+}
+

@@ -1,0 +1,194 @@
+//! Latches: one-shot completion signals a waiting thread can sleep on.
+//!
+//! A [`CoreLatch`] is a three-state word. Exactly one thread waits on a
+//! latch; the waiter may announce that it is about to sleep, and the setter
+//! then wakes it. Both sides use a read-modify-write on the same word, so a
+//! wake-up cannot be lost: either the setter sees `SLEEPING` and unparks
+//! the waiter, or the waiter's announcement fails because the latch is set.
+//!
+//! How the setter wakes the waiter depends on who waits, hence two
+//! wrappers: [`WorkerLatch`] (the waiter is a worker of the pool whose
+//! worker sets it: joins and scopes) and [`ThreadLatch`] (any thread: work
+//! injected from outside a pool or from another pool, and shutdown).
+
+use crate::sync::{AtomicU8, Ordering, Thread, park};
+
+const UNSET: u8 = 0;
+const SLEEPING: u8 = 1;
+const SET: u8 = 2;
+
+/// The state word of a latch.
+#[derive(Debug)]
+pub(crate) struct CoreLatch {
+    state: AtomicU8,
+}
+
+impl CoreLatch {
+    pub(crate) fn new() -> Self {
+        CoreLatch {
+            state: AtomicU8::new(UNSET),
+        }
+    }
+
+    /// Whether the latch is set. After `true`, everything the setter did
+    /// before setting it is visible.
+    #[inline]
+    pub(crate) fn probe(&self) -> bool {
+        // Acquire: pairs with the Release half of the setter's swap.
+        self.state.load(Ordering::Acquire) == SET
+    }
+
+    /// Sets the latch; returns `true` if the waiter announced it sleeps and
+    /// must be unparked. The latch may be freed by its waiter as soon as
+    /// this returns: callers copy whatever they need to wake it first.
+    #[inline]
+    pub(crate) fn set(&self) -> bool {
+        // AcqRel: Release publishes the setter's work (the job's result) to
+        // the waiter's Acquire `probe`; Acquire orders the waiter's
+        // announcement before the unpark that follows.
+        self.state.swap(SET, Ordering::AcqRel) == SLEEPING
+    }
+
+    /// Announces that the waiter is about to park. `false` means the latch
+    /// is already set and the waiter must not park.
+    pub(crate) fn get_sleepy(&self) -> bool {
+        // Relaxed on success: the announcement carries no data; the setter's
+        // swap reads it as part of the single modification order. Acquire on
+        // failure: the latch is set, the waiter goes on to use the result.
+        self.state
+            .compare_exchange(UNSET, SLEEPING, Ordering::Relaxed, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// Withdraws an announcement after waking up for another reason (new
+    /// work). A failure means the latch was set meanwhile, which is fine.
+    pub(crate) fn wake_up(&self) {
+        // Relaxed: as for `get_sleepy`; if the latch is set the next
+        // `probe` acquires it.
+        let _ = self.state.compare_exchange(
+            SLEEPING,
+            UNSET,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
+    }
+
+    /// Whether the waiter's announcement still stands (not set, not
+    /// withdrawn): parking again after a spurious wake-up is safe.
+    pub(crate) fn is_sleeping(&self) -> bool {
+        // Relaxed: only decides whether to park again; `probe` acquires.
+        self.state.load(Ordering::Relaxed) == SLEEPING
+    }
+
+    /// Blocks the calling thread, which is not a pool worker, until the
+    /// latch is set. The setter must unpark this thread when `set` returns
+    /// `true` (a [`ThreadLatch`] created on this thread does).
+    pub(crate) fn wait_blocking(&self) {
+        while !self.probe() {
+            if self.get_sleepy() {
+                // `park` may return spuriously or for a stale token; the
+                // announcement stands until the setter replaces it.
+                while self.is_sleeping() {
+                    park();
+                }
+            }
+        }
+    }
+}
+
+/// A latch whose waiter is worker `index` of a pool and whose setter keeps
+/// that pool's registry alive: a worker of the same pool (it ran a job the
+/// waiter pushed), or a holder of the registry (shutdown).
+///
+/// Creating one costs two plain stores: the join fast path builds one for
+/// every call and never touches it unless the job was stolen.
+#[cfg(not(loom))]
+pub(crate) struct WorkerLatch {
+    core: CoreLatch,
+    registry: *const crate::pool::registry::Registry,
+    index: usize,
+}
+
+#[cfg(not(loom))]
+impl WorkerLatch {
+    pub(crate) fn new(worker: &crate::worker::WorkerThread) -> Self {
+        Self::for_worker(worker.registry_ptr(), worker.index())
+    }
+
+    pub(crate) fn for_worker(
+        registry: *const crate::pool::registry::Registry,
+        index: usize,
+    ) -> Self {
+        WorkerLatch {
+            core: CoreLatch::new(),
+            registry,
+            index,
+        }
+    }
+
+    pub(crate) fn core(&self) -> &CoreLatch {
+        &self.core
+    }
+}
+
+/// Something a job sets when it completes.
+pub(crate) trait Latch {
+    /// Sets the latch and wakes its waiter.
+    ///
+    /// # Safety
+    /// `this` points to a live latch; it may be freed as soon as its core
+    /// is set, so the implementation must not touch it afterwards.
+    unsafe fn set(this: *const Self);
+}
+
+#[cfg(not(loom))]
+impl Latch for WorkerLatch {
+    unsafe fn set(this: *const Self) {
+        // SAFETY: the caller guarantees `this` is live until the core is set.
+        let (registry, index) = unsafe { ((*this).registry, (*this).index) };
+        // SAFETY: as above; after this line `this` is not used.
+        if unsafe { (*this).core.set() } {
+            // SAFETY: the setter keeps the registry alive (a worker of it
+            // holds an `Arc` for its lifetime; shutdown holds one), so the
+            // registry outlives this call even if the waiter is gone.
+            unsafe { (*registry).unpark(index) };
+        }
+    }
+}
+
+/// A latch whose waiter is any thread: it keeps the waiter's handle.
+pub(crate) struct ThreadLatch {
+    core: CoreLatch,
+    thread: Thread,
+}
+
+impl ThreadLatch {
+    /// A latch the current thread will wait on.
+    pub(crate) fn for_current_thread() -> Self {
+        Self::for_thread(crate::sync::current_thread())
+    }
+
+    pub(crate) fn for_thread(thread: Thread) -> Self {
+        ThreadLatch {
+            core: CoreLatch::new(),
+            thread,
+        }
+    }
+
+    pub(crate) fn core(&self) -> &CoreLatch {
+        &self.core
+    }
+}
+
+impl Latch for ThreadLatch {
+    unsafe fn set(this: *const Self) {
+        // The waiter may free the latch once it is set: take the handle
+        // first.
+        // SAFETY: the caller guarantees `this` is live until the core is set.
+        let thread = unsafe { (*this).thread.clone() };
+        // SAFETY: as above; after this line `this` is not used.
+        if unsafe { (*this).core.set() } {
+            thread.unpark();
+        }
+    }
+}

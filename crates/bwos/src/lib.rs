@@ -1,0 +1,126 @@
+//! A work-stealing runtime on BWoS queues, with the fork/join API of
+//! rayon-core: porting is a rename.
+//!
+//! ```
+//! fn sum(values: &[u64]) -> u64 {
+//!     if values.len() <= 1024 {
+//!         return values.iter().sum();
+//!     }
+//!     let (left, right) = values.split_at(values.len() / 2);
+//!     let (a, b) = bwos::join(|| sum(left), || sum(right));
+//!     a + b
+//! }
+//! let values: Vec<u64> = (0..100_000).collect();
+//! assert_eq!(sum(&values), 4_999_950_000);
+//! ```
+//!
+//! # How it works
+//! Each worker owns a LIFO BWoS queue (`bwos-queue`): it pushes and pops
+//! its own jobs without atomic read-modify-write or fences, and idle
+//! workers steal the oldest jobs of others. [`join`] keeps the job for its
+//! second closure on the stack and pops it back in the common case;
+//! [`scope`] counts its spawns the Nowa way (no atomic increment on the
+//! scope's own path). Idle workers spin briefly, then park; they use no
+//! CPU while the pool has nothing to do.
+//!
+//! Module map (see `DESIGN.md`): `pool` (pools, registry, injector,
+//! global pool, shutdown), `worker` (the scheduling loop), `steal` (victim
+//! selection), `idle` (spin, yield, sleep), `join` and `scope` (front
+//! ends), `job` and `latch` (what the front ends hand to workers).
+//!
+//! # Differences from rayon-core worth knowing
+//! * Child stealing, as in rayon: a worker that waits for a stolen job runs
+//!   other jobs meanwhile, on top of the waiting frame; see
+//!   [`ThreadPoolBuilder::stack_size`].
+//! * A panic in a [`spawn`]ed job goes to the pool's panic handler, or
+//!   aborts the process when there is none (as in rayon).
+//!
+//! # Verification
+//! The latch protocol, the Nowa scope counter and the sleep protocol are
+//! model-checked with loom: `RUSTFLAGS="--cfg loom" cargo test -p bwos
+//! --release --lib` (a loom build compiles only these protocol cores and
+//! their models, `src/loom_models.rs`).
+
+#![warn(missing_docs)]
+
+mod latch;
+mod sync;
+
+#[cfg(not(loom))]
+mod idle;
+#[cfg(not(loom))]
+mod scope;
+// A loom build compiles only the protocol cores.
+#[cfg(loom)]
+#[path = "scope/counter.rs"]
+mod counter;
+#[cfg(loom)]
+#[path = "idle/sleep.rs"]
+mod sleep;
+#[cfg(not(loom))]
+mod job;
+#[cfg(not(loom))]
+mod join;
+#[cfg(not(loom))]
+mod pool;
+#[cfg(not(loom))]
+mod steal;
+#[cfg(not(loom))]
+mod worker;
+
+#[cfg(not(loom))]
+pub use join::join;
+#[cfg(not(loom))]
+pub use pool::ThreadPool;
+#[cfg(not(loom))]
+pub use pool::builder::{MAX_THREADS, NUM_THREADS_ENV, ThreadPoolBuildError, ThreadPoolBuilder};
+#[cfg(not(loom))]
+pub use scope::{Scope, scope};
+
+/// Runs `func` on the current pool (the global pool outside pools),
+/// detached: nobody waits for it, so it must be `'static`. A panic goes to
+/// the pool's panic handler ([`ThreadPoolBuilder::panic_handler`]), or
+/// aborts the process if there is none. The pool stays alive until `func`
+/// has run.
+///
+/// ```
+/// let (sender, receiver) = std::sync::mpsc::channel();
+/// bwos::spawn(move || sender.send(6 * 7).unwrap());
+/// assert_eq!(receiver.recv().unwrap(), 42);
+/// ```
+#[cfg(not(loom))]
+pub fn spawn<F>(func: F)
+where
+    F: FnOnce() + Send + 'static,
+{
+    current_registry().spawn(func);
+}
+
+/// The number of threads of the current pool: the pool of the calling
+/// worker, or the global pool (created if needed) outside pools.
+#[cfg(not(loom))]
+pub fn current_num_threads() -> usize {
+    current_registry().num_threads()
+}
+
+/// The index of the calling thread in its pool, or `None` outside pools.
+#[cfg(not(loom))]
+pub fn current_thread_index() -> Option<usize> {
+    let worker = worker::WorkerThread::current();
+    // SAFETY: a non-null current worker lives on this thread's stack.
+    (!worker.is_null()).then(|| unsafe { (*worker).index() })
+}
+
+#[cfg(not(loom))]
+fn current_registry() -> std::sync::Arc<pool::registry::Registry> {
+    let worker = worker::WorkerThread::current();
+    if worker.is_null() {
+        std::sync::Arc::clone(pool::global::registry())
+    } else {
+        // SAFETY: a non-null current worker lives on this thread's stack.
+        std::sync::Arc::clone(unsafe { (*worker).registry() })
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_models;

@@ -1,0 +1,244 @@
+//! loom models of the runtime's protocol cores: the latch (a waiter that
+//! parks, a setter that wakes it), the Nowa scope counter, and falling
+//! asleep without losing a wake-up. Run with
+//! `RUSTFLAGS="--cfg loom" cargo test -p bwos --release --lib`.
+//!
+//! loom explores every interleaving (up to a preemption bound) under the
+//! C11 memory model: a lost wake-up shows up as a deadlock (every thread
+//! parked), a missing happens-before edge as a causality violation on the
+//! `UnsafeCell` results.
+//!
+//! The threads that park are spawned threads that never `join` anything:
+//! loom lets a stale unpark token (one that arrives after the waiter saw
+//! its condition and moved on, which the real code tolerates) unblock a
+//! later `join` and then fails an internal assertion. The main thread only
+//! produces and joins.
+
+use loom::cell::UnsafeCell;
+use loom::sync::Arc;
+use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use loom::thread;
+
+use crate::counter::NowaCounter;
+use crate::latch::{CoreLatch, Latch, ThreadLatch};
+use crate::sleep::Sleep;
+
+/// A checker bounded to `preemptions` unless `LOOM_MAX_PREEMPTIONS` says
+/// otherwise.
+fn builder(preemptions: usize) -> loom::model::Builder {
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = Some(preemptions);
+    }
+    builder
+}
+
+/// Hands a value from a spawned thread to the main thread (a one-slot
+/// channel built on a loom mutex and condition variable).
+fn handoff<T>() -> (Handoff<T>, Handoff<T>) {
+    let slot = Arc::new((loom::sync::Mutex::new(None), loom::sync::Condvar::new()));
+    (Handoff(slot.clone()), Handoff(slot))
+}
+
+struct Handoff<T>(Arc<(loom::sync::Mutex<Option<T>>, loom::sync::Condvar)>);
+
+impl<T> Handoff<T> {
+    fn send(&self, value: T) {
+        *self.0.0.lock().unwrap() = Some(value);
+        self.0.1.notify_one();
+    }
+
+    fn recv(&self) -> T {
+        let mut slot = self.0.0.lock().unwrap();
+        loop {
+            if let Some(value) = slot.take() {
+                return value;
+            }
+            slot = self.0.1.wait(slot).unwrap();
+        }
+    }
+}
+
+/// A job's result slot written by one thread and read by the waiter.
+struct Slot(UnsafeCell<u32>);
+
+// SAFETY: accesses are ordered by the latch under test; loom checks that.
+unsafe impl Sync for Slot {}
+
+impl Slot {
+    fn new() -> Self {
+        Slot(UnsafeCell::new(0))
+    }
+
+    fn write(&self, value: u32) {
+        // SAFETY: loom checks that no access is concurrent with this one.
+        self.0.with_mut(|slot| unsafe { *slot = value });
+    }
+
+    fn read(&self) -> u32 {
+        // SAFETY: as for `write`.
+        self.0.with(|slot| unsafe { *slot })
+    }
+}
+
+/// The join latch as `install` from outside a pool uses it: the waiter
+/// parks, the setter publishes a result, sets the latch and unparks.
+#[test]
+fn latch_wakes_parked_waiter() {
+    builder(3).check(|| {
+        let result = Arc::new(Slot::new());
+        let (latch_sender, latch_receiver) = handoff();
+        let waiter = {
+            let result = result.clone();
+            thread::spawn(move || {
+                let latch = Arc::new(ThreadLatch::for_current_thread());
+                latch_sender.send(latch.clone());
+                latch.core().wait_blocking();
+                assert_eq!(result.read(), 42);
+            })
+        };
+        result.write(42);
+        let latch = latch_receiver.recv();
+        // SAFETY: the latch is alive (the `Arc`).
+        unsafe { Latch::set(&*latch) };
+        waiter.join().unwrap();
+    });
+}
+
+/// A waiting worker's two reasons to wake up race: new work and its latch.
+/// Whichever comes, the worker must not stay parked, and the latch must be
+/// observed set in the end.
+#[test]
+fn sleeping_worker_wakes_for_latch_or_work() {
+    builder(3).check(|| {
+        let sleep = Arc::new(Sleep::new(1));
+        let work = Arc::new(AtomicBool::new(false));
+        let (latch_sender, latch_receiver) = handoff();
+        let worker = {
+            let (sleep, work) = (sleep.clone(), work.clone());
+            thread::spawn(move || {
+                let latch = Arc::new(ThreadLatch::for_current_thread());
+                latch_sender.send(latch.clone());
+                sleep.start_searching();
+                while !latch.core().probe() {
+                    // Take the work if there is some, as a worker would.
+                    if !work.swap(false, Ordering::Relaxed) {
+                        sleep.sleep(0, latch.core(), || work.load(Ordering::Relaxed));
+                    }
+                }
+                sleep.stop_searching();
+            })
+        };
+        let worker_thread = worker.thread().clone();
+        work.store(true, Ordering::Relaxed);
+        sleep.notify(|_| worker_thread.unpark());
+        let latch = latch_receiver.recv();
+        // SAFETY: the latch is alive (the `Arc`).
+        unsafe { Latch::set(&*latch) };
+        worker.join().unwrap();
+        assert!(!sleep.anyone_idle(), "the counts are back to zero");
+    });
+}
+
+/// Falling asleep against a producer making work visible: the Dekker pair
+/// of SeqCst fences. The worker's latch is never set, so only the
+/// producer's wake-up (or the sleeper's final look) can end its wait.
+#[test]
+fn sleep_no_lost_wakeup() {
+    builder(4).check(|| {
+        let sleep = Arc::new(Sleep::new(2));
+        let work = Arc::new(AtomicUsize::new(0));
+        let worker = {
+            let (sleep, work) = (sleep.clone(), work.clone());
+            thread::spawn(move || {
+                let never_set = CoreLatch::new();
+                sleep.start_searching();
+                while work.load(Ordering::Relaxed) == 0 {
+                    sleep.sleep(0, &never_set, || work.load(Ordering::Relaxed) != 0);
+                }
+                sleep.stop_searching();
+            })
+        };
+        let worker_thread = worker.thread().clone();
+        // Relaxed: the fences in `notify` and `sleep` must do all the
+        // ordering.
+        work.store(1, Ordering::Relaxed);
+        sleep.notify(|index| {
+            assert_eq!(index, 0, "only worker 0 sleeps");
+            worker_thread.unpark();
+        });
+        worker.join().unwrap();
+        assert!(!sleep.anyone_idle(), "the counts are back to zero");
+    });
+}
+
+/// The Nowa counter: two spawns on the owner's path (plain counting), one
+/// of whose tasks spawns a third from its own thread (atomic counting);
+/// tasks complete in any order relative to the end of the body. The owner
+/// must be released exactly once, after every task, and see their results.
+#[test]
+fn nowa_counter_releases_owner_once() {
+    builder(3).check(|| {
+        struct Shared {
+            counter: NowaCounter,
+            latch: ThreadLatch,
+            results: [Slot; 3],
+            releases: AtomicUsize,
+        }
+        fn complete(shared: &Shared) {
+            if shared.counter.complete() {
+                shared.releases.fetch_add(1, Ordering::Relaxed);
+                // SAFETY: the latch is alive (the `Arc`).
+                unsafe { Latch::set(&shared.latch) };
+            }
+        }
+        let owner = thread::spawn(|| {
+            let shared = Arc::new(Shared {
+                counter: NowaCounter::new(),
+                latch: ThreadLatch::for_current_thread(),
+                results: [Slot::new(), Slot::new(), Slot::new()],
+                releases: AtomicUsize::new(0),
+            });
+
+            shared.counter.spawn_on_owner_thread();
+            let first = {
+                let shared = shared.clone();
+                thread::spawn(move || {
+                    shared.results[0].write(1);
+                    complete(&shared);
+                })
+            };
+            shared.counter.spawn_on_owner_thread();
+            let second = {
+                let shared = shared.clone();
+                thread::spawn(move || {
+                    shared.counter.spawn_elsewhere();
+                    let nested = {
+                        let shared = shared.clone();
+                        thread::spawn(move || {
+                            shared.results[2].write(3);
+                            complete(&shared);
+                        })
+                    };
+                    shared.results[1].write(2);
+                    complete(&shared);
+                    nested
+                })
+            };
+
+            let all_done_at_end = shared.counter.end_of_body();
+            if !all_done_at_end {
+                shared.latch.core().wait_blocking();
+            }
+            let values: Vec<u32> = shared.results.iter().map(Slot::read).collect();
+            assert_eq!(values, [1, 2, 3]);
+            (shared, all_done_at_end, first, second)
+        });
+        // The main thread joins the task threads (see the module docs).
+        let (shared, all_done_at_end, first, second) = owner.join().unwrap();
+        first.join().unwrap();
+        second.join().unwrap().join().unwrap();
+        let releases = shared.releases.load(Ordering::Relaxed);
+        assert_eq!(releases, usize::from(!all_done_at_end), "released {releases} times");
+    });
+}

@@ -1,0 +1,247 @@
+//! `ThreadPoolBuilder`: configuration, validation, and starting threads.
+
+use std::any::Any;
+use std::fmt;
+use std::io;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
+
+use bwos_queue::lifo;
+
+use super::ThreadPool;
+use super::registry::{PanicHandler, Registry};
+use crate::worker::{WorkerThread, queue_config};
+
+/// The environment variable that sets the default number of threads.
+pub const NUM_THREADS_ENV: &str = "BWOS_NUM_THREADS";
+
+/// The largest number of threads a pool may have.
+pub const MAX_THREADS: usize = 1 << 16;
+
+/// Configures and builds a [`ThreadPool`], or the global pool.
+///
+/// ```
+/// let pool = bwos::ThreadPoolBuilder::new()
+///     .num_threads(2)
+///     .thread_name(|i| format!("solver-{i}"))
+///     .build()?;
+/// assert_eq!(pool.current_num_threads(), 2);
+/// assert_eq!(pool.install(|| bwos::join(|| 1, || 2)), (1, 2));
+/// # Ok::<(), bwos::ThreadPoolBuildError>(())
+/// ```
+#[derive(Default)]
+pub struct ThreadPoolBuilder {
+    num_threads: usize,
+    thread_name: Option<Box<dyn FnMut(usize) -> String>>,
+    stack_size: Option<usize>,
+    panic_handler: Option<Box<PanicHandler>>,
+}
+
+impl ThreadPoolBuilder {
+    /// A builder with the defaults: threads from `BWOS_NUM_THREADS` or the
+    /// available parallelism, names `bwos-worker-{i}`, std's stack size, no
+    /// panic handler.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The number of worker threads. `0` (the default) means: the value of
+    /// `BWOS_NUM_THREADS` if set (and not `0`), else
+    /// [`std::thread::available_parallelism`]. At most [`MAX_THREADS`].
+    pub fn num_threads(mut self, num_threads: usize) -> Self {
+        self.num_threads = num_threads;
+        self
+    }
+
+    /// Names worker `i` with `name(i)`.
+    pub fn thread_name<F>(mut self, name: F) -> Self
+    where
+        F: FnMut(usize) -> String + 'static,
+    {
+        self.thread_name = Some(Box::new(name));
+        self
+    }
+
+    /// The stack size of the worker threads, in bytes. Waiting joins run
+    /// other jobs on top of their frame, so deep recursions may need more
+    /// than std's default.
+    pub fn stack_size(mut self, bytes: usize) -> Self {
+        self.stack_size = Some(bytes);
+        self
+    }
+
+    /// Handles panics of jobs started with [`spawn`](crate::spawn), which
+    /// nobody waits for. Without a handler such a panic aborts the process
+    /// (after the panic message is printed), so it cannot go unnoticed.
+    /// Panics in `join`, `scope` and `install` always reach their caller.
+    pub fn panic_handler<H>(mut self, handler: H) -> Self
+    where
+        H: Fn(Box<dyn Any + Send>) + Send + Sync + 'static,
+    {
+        self.panic_handler = Some(Box::new(handler));
+        self
+    }
+
+    /// The number of threads the pool will have, or why the configuration
+    /// is invalid.
+    pub fn resolved_num_threads(&self) -> Result<usize, ThreadPoolBuildError> {
+        let requested = if self.num_threads > 0 {
+            self.num_threads
+        } else {
+            match std::env::var(NUM_THREADS_ENV) {
+                Ok(value) => match value.trim().parse::<usize>() {
+                    Ok(0) => default_parallelism(),
+                    Ok(n) => n,
+                    Err(_) => return Err(ThreadPoolBuildError::InvalidEnvironment { value }),
+                },
+                Err(std::env::VarError::NotPresent) => default_parallelism(),
+                Err(std::env::VarError::NotUnicode(value)) => {
+                    return Err(ThreadPoolBuildError::InvalidEnvironment {
+                        value: value.to_string_lossy().into_owned(),
+                    });
+                }
+            }
+        };
+        if requested > MAX_THREADS {
+            return Err(ThreadPoolBuildError::TooManyThreads { requested });
+        }
+        Ok(requested)
+    }
+
+    /// Starts the threads. Returns once every worker is running.
+    pub fn build(self) -> Result<ThreadPool, ThreadPoolBuildError> {
+        let num_threads = self.resolved_num_threads()?;
+        let mut name = self.thread_name;
+        let (queues, stealers): (Vec<_>, Vec<_>) = (0..num_threads)
+            .map(|_| lifo::new(queue_config()))
+            .unzip();
+        let registry = Arc::new(Registry::new(stealers, self.panic_handler));
+        let started = Arc::new(Started::default());
+        let mut handles = Vec::with_capacity(num_threads);
+        for (index, queue) in queues.into_iter().enumerate() {
+            let mut thread = thread::Builder::new().name(match &mut name {
+                Some(name) => name(index),
+                None => format!("bwos-worker-{index}"),
+            });
+            if let Some(bytes) = self.stack_size {
+                thread = thread.stack_size(bytes);
+            }
+            let worker_registry = Arc::clone(&registry);
+            let worker_started = Arc::clone(&started);
+            match thread.spawn(move || WorkerThread::main(worker_registry, index, queue, worker_started)) {
+                Ok(handle) => handles.push(handle),
+                Err(error) => {
+                    // Stop and join the workers started so far.
+                    started.wait_for(handles.len());
+                    registry.add_handles(handles);
+                    drop(ThreadPool { registry });
+                    return Err(ThreadPoolBuildError::Spawn(error));
+                }
+            }
+        }
+        started.wait_for(num_threads);
+        registry.add_handles(handles);
+        Ok(ThreadPool { registry })
+    }
+
+    /// Builds the global pool used by the free functions outside any pool.
+    /// Fails if it exists already (the free functions create it on first
+    /// use).
+    pub fn build_global(self) -> Result<(), ThreadPoolBuildError> {
+        super::global::set(self)
+    }
+}
+
+/// Counts the workers that registered their thread handle, so that the
+/// pool is returned only when every worker can be woken.
+#[derive(Default)]
+pub(crate) struct Started {
+    count: Mutex<usize>,
+    all: Condvar,
+}
+
+impl Started {
+    pub(crate) fn worker_started(&self) {
+        *self.lock() += 1;
+        self.all.notify_all();
+    }
+
+    fn wait_for(&self, workers: usize) {
+        let mut count = self.lock();
+        while *count < workers {
+            count = self.all.wait(count).unwrap_or_else(|poison| poison.into_inner());
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, usize> {
+        // Nothing panics while holding this lock.
+        self.count.lock().unwrap_or_else(|poison| poison.into_inner())
+    }
+}
+
+fn default_parallelism() -> usize {
+    thread::available_parallelism().map_or(1, usize::from)
+}
+
+impl fmt::Debug for ThreadPoolBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ThreadPoolBuilder")
+            .field("num_threads", &self.num_threads)
+            .field("thread_name", &self.thread_name.is_some())
+            .field("stack_size", &self.stack_size)
+            .field("panic_handler", &self.panic_handler.is_some())
+            .finish()
+    }
+}
+
+/// Why a pool could not be built.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ThreadPoolBuildError {
+    /// `BWOS_NUM_THREADS` is not a number.
+    InvalidEnvironment {
+        /// The variable's value.
+        value: String,
+    },
+    /// More threads than [`MAX_THREADS`] were asked for.
+    TooManyThreads {
+        /// The number asked for.
+        requested: usize,
+    },
+    /// The global pool exists already.
+    GlobalPoolAlreadyInitialized,
+    /// The operating system refused to start a thread.
+    Spawn(io::Error),
+}
+
+impl fmt::Display for ThreadPoolBuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ThreadPoolBuildError::InvalidEnvironment { value } => write!(
+                f,
+                "{NUM_THREADS_ENV}={value:?} is not a number of threads: \
+                 use a whole number from 1 to {MAX_THREADS}, or 0 for one thread per core"
+            ),
+            ThreadPoolBuildError::TooManyThreads { requested } => write!(
+                f,
+                "a pool of {requested} threads was requested; at most {MAX_THREADS} are allowed"
+            ),
+            ThreadPoolBuildError::GlobalPoolAlreadyInitialized => f.write_str(
+                "the global thread pool exists already (build_global must come before \
+                 the first use of the free functions)",
+            ),
+            ThreadPoolBuildError::Spawn(error) => {
+                write!(f, "could not start a worker thread: {error}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ThreadPoolBuildError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ThreadPoolBuildError::Spawn(error) => Some(error),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! Thread pools: [`ThreadPool`], its builder, the registry its workers
+//! share, and the global pool.
+
+pub(crate) mod builder;
+pub(crate) mod global;
+pub(crate) mod registry;
+
+use std::fmt;
+use std::sync::Arc;
+
+use registry::Registry;
+
+use crate::scope::Scope;
+
+/// A pool of worker threads, each with a BWoS queue.
+///
+/// Work started in the pool (`install`, `join`, `scope`, `spawn`) runs on
+/// its threads; `join`s and scopes nested in that work stay in the pool.
+/// Dropping the pool lets queued and spawned work finish, then stops and
+/// joins its threads (when dropped on one of its own threads, the threads
+/// stop on their own instead of being joined).
+///
+/// ```
+/// let pool = bwos::ThreadPoolBuilder::new().num_threads(4).build()?;
+/// let sum: u64 = pool.install(|| {
+///     let (a, b) = bwos::join(|| (0..500u64).sum::<u64>(), || (500..1000u64).sum::<u64>());
+///     a + b
+/// });
+/// assert_eq!(sum, 499_500);
+/// # Ok::<(), bwos::ThreadPoolBuildError>(())
+/// ```
+pub struct ThreadPool {
+    pub(crate) registry: Arc<Registry>,
+}
+
+impl ThreadPool {
+    /// Runs `op` on a thread of this pool and returns its result. From a
+    /// thread outside any pool the caller blocks; from a thread of another
+    /// pool that thread keeps running its own pool's work meanwhile; from
+    /// this pool's threads `op` runs at once. A panic in `op` resumes here.
+    pub fn install<OP, R>(&self, op: OP) -> R
+    where
+        OP: FnOnce() -> R + Send,
+        R: Send,
+    {
+        self.registry.in_worker(|_| op())
+    }
+
+    /// [`join`](crate::join) in this pool.
+    pub fn join<A, B, RA, RB>(&self, a: A, b: B) -> (RA, RB)
+    where
+        A: FnOnce() -> RA + Send,
+        B: FnOnce() -> RB + Send,
+        RA: Send,
+        RB: Send,
+    {
+        self.install(|| crate::join(a, b))
+    }
+
+    /// [`scope`](crate::scope) in this pool.
+    pub fn scope<'scope, OP, R>(&self, op: OP) -> R
+    where
+        OP: FnOnce(&Scope<'scope>) -> R + Send,
+        R: Send,
+    {
+        self.install(|| crate::scope(op))
+    }
+
+    /// [`spawn`](crate::spawn) in this pool: runs `func` detached. The pool
+    /// stays alive until it has run.
+    pub fn spawn<F>(&self, func: F)
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        self.registry.spawn(func);
+    }
+
+    /// The number of worker threads.
+    pub fn current_num_threads(&self) -> usize {
+        self.registry.num_threads()
+    }
+
+    /// The index of the calling thread in this pool, or `None` if it is not
+    /// one of this pool's workers.
+    pub fn current_thread_index(&self) -> Option<usize> {
+        if self.registry.is_current() {
+            crate::current_thread_index()
+        } else {
+            None
+        }
+    }
+}
+
+impl Drop for ThreadPool {
+    fn drop(&mut self) {
+        self.registry.decrement_terminate_count();
+        if !self.registry.is_current() {
+            self.registry.join_threads();
+        }
+    }
+}
+
+impl fmt::Debug for ThreadPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ThreadPool")
+            .field("num_threads", &self.current_num_threads())
+            .finish_non_exhaustive()
+    }
+}

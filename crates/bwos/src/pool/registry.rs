@@ -1,0 +1,262 @@
+//! The registry: what the workers of one pool share. Their stealers and
+//! thread handles, the injector for work from outside, the sleep state,
+//! and the count that decides when the pool shuts down.
+
+use std::any::Any;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::{JoinHandle, Thread};
+
+use bwos_queue::lifo;
+use crossbeam_deque::{Injector, Steal};
+
+use crate::idle::sleep::Sleep;
+use crate::job::{HeapJob, JobRef, StackJob};
+use crate::latch::{CoreLatch, ThreadLatch};
+use crate::sync::{AtomicUsize, Ordering};
+use crate::worker::WorkerThread;
+
+/// The handler of panics in `spawn`ed jobs.
+pub(crate) type PanicHandler = dyn Fn(Box<dyn Any + Send>) + Send + Sync;
+
+pub(crate) struct Registry {
+    stealers: Box<[lifo::Stealer<JobRef>]>,
+    threads: Box<[OnceLock<Thread>]>,
+    injector: Injector<JobRef>,
+    pub(crate) sleep: Sleep,
+    /// `ThreadPool` handles plus unfinished `spawn`ed jobs; the pool shuts
+    /// down when it reaches zero.
+    terminate_count: AtomicUsize,
+    terminate_latches: Box<[CoreLatch]>,
+    panic_handler: Option<Box<PanicHandler>>,
+    handles: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Registry {
+    /// A registry for workers with these stealers; the count starts at one
+    /// for the `ThreadPool` being built.
+    pub(crate) fn new(
+        stealers: Vec<lifo::Stealer<JobRef>>,
+        panic_handler: Option<Box<PanicHandler>>,
+    ) -> Self {
+        let n = stealers.len();
+        Registry {
+            stealers: stealers.into(),
+            threads: (0..n).map(|_| OnceLock::new()).collect(),
+            injector: Injector::new(),
+            sleep: Sleep::new(n),
+            terminate_count: AtomicUsize::new(1),
+            terminate_latches: (0..n).map(|_| CoreLatch::new()).collect(),
+            panic_handler,
+            handles: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub(crate) fn num_threads(&self) -> usize {
+        self.stealers.len()
+    }
+
+    pub(crate) fn stealers(&self) -> &[lifo::Stealer<JobRef>] {
+        &self.stealers
+    }
+
+    pub(crate) fn terminate_latch(&self, index: usize) -> &CoreLatch {
+        &self.terminate_latches[index]
+    }
+
+    /// Records the calling thread as worker `index`, before it takes work.
+    pub(crate) fn register_thread(&self, index: usize) {
+        let _ = self.threads[index].set(std::thread::current());
+    }
+
+    pub(crate) fn add_handles(&self, handles: Vec<JoinHandle<()>>) {
+        self.lock_handles().extend(handles);
+    }
+
+    fn lock_handles(&self) -> std::sync::MutexGuard<'_, Vec<JoinHandle<()>>> {
+        // A poisoned lock only means a joiner panicked; the list is intact.
+        self.handles.lock().unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// Wakes worker `index` if it is parked.
+    pub(crate) fn unpark(&self, index: usize) {
+        // Every worker registers before the builder returns the pool, so
+        // nobody can have work for an unregistered worker.
+        if let Some(thread) = self.threads[index].get() {
+            thread.unpark();
+        }
+    }
+
+    /// Wakes a sleeping worker if nobody searches: called after work
+    /// became visible to thieves.
+    pub(crate) fn notify_new_work(&self) {
+        self.sleep.notify(|index| self.unpark(index));
+    }
+
+    /// Queues a job from outside the pool (or from a full local queue).
+    pub(crate) fn inject(&self, job: JobRef) {
+        self.injector.push(job);
+        self.notify_new_work();
+    }
+
+    pub(crate) fn take_injected(&self) -> Option<JobRef> {
+        loop {
+            match self.injector.steal() {
+                Steal::Success(job) => return Some(job),
+                Steal::Empty => return None,
+                Steal::Retry => {}
+            }
+        }
+    }
+
+    /// Whether a sleeping worker would find work: injected jobs or
+    /// stealable ones. Called once per fall-asleep, after the fence.
+    pub(crate) fn has_visible_work(&self) -> bool {
+        !self.injector.is_empty() || self.stealers.iter().any(|s| s.estimated_len() > 0)
+    }
+
+    /// Whether the calling thread is a worker of this registry.
+    pub(crate) fn is_current(&self) -> bool {
+        let worker = WorkerThread::current();
+        // SAFETY: a non-null current worker lives on this thread's stack
+        // for as long as the thread runs pool work.
+        !worker.is_null() && ptr_eq(unsafe { (*worker).registry_ptr() }, self)
+    }
+
+    /// Runs `op` on a worker of this pool and returns its result; panics
+    /// propagate to the caller.
+    pub(crate) fn in_worker<OP, R>(self: &Arc<Self>, op: OP) -> R
+    where
+        OP: FnOnce(&WorkerThread) -> R + Send,
+        R: Send,
+    {
+        let worker = WorkerThread::current();
+        if worker.is_null() {
+            self.in_worker_from_outside(op)
+        } else {
+            // SAFETY: as in `is_current`.
+            let worker = unsafe { &*worker };
+            if ptr_eq(worker.registry_ptr(), self) {
+                op(worker)
+            } else {
+                self.in_worker_cross(worker, op)
+            }
+        }
+    }
+
+    /// From a thread outside every pool: inject and block.
+    #[cold]
+    fn in_worker_from_outside<OP, R>(&self, op: OP) -> R
+    where
+        OP: FnOnce(&WorkerThread) -> R + Send,
+        R: Send,
+    {
+        let job = StackJob::new(ThreadLatch::for_current_thread(), || {
+            // SAFETY: injected jobs run on workers of this registry.
+            op(unsafe { &*WorkerThread::current() })
+        });
+        self.inject(job.as_job_ref());
+        job.latch().core().wait_blocking();
+        job.into_result().into_value()
+    }
+
+    /// From a worker of another pool: inject, and keep that worker busy
+    /// with its own pool's work while it waits.
+    #[cold]
+    fn in_worker_cross<OP, R>(&self, current: &WorkerThread, op: OP) -> R
+    where
+        OP: FnOnce(&WorkerThread) -> R + Send,
+        R: Send,
+    {
+        let job = StackJob::new(ThreadLatch::for_current_thread(), || {
+            // SAFETY: injected jobs run on workers of this registry.
+            op(unsafe { &*WorkerThread::current() })
+        });
+        self.inject(job.as_job_ref());
+        current.wait_until(job.latch().core());
+        job.into_result().into_value()
+    }
+
+    /// Pushes `job` on the calling worker's queue if it belongs to this
+    /// pool, else injects it.
+    pub(crate) fn push_or_inject(&self, job: JobRef) {
+        let worker = WorkerThread::current();
+        // SAFETY: as in `is_current`.
+        if !worker.is_null() && ptr_eq(unsafe { (*worker).registry_ptr() }, self) {
+            // SAFETY: as above.
+            unsafe { (*worker).push_or_inject(job) };
+        } else {
+            self.inject(job);
+        }
+    }
+
+    /// Runs `func` on the pool, detached; its panic goes to the panic
+    /// handler. The pool stays alive until it has run.
+    pub(crate) fn spawn<F>(self: &Arc<Self>, func: F)
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        self.increment_terminate_count();
+        let registry = Arc::clone(self);
+        let job = HeapJob::into_job_ref(move || {
+            if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(func)) {
+                registry.handle_panic(payload);
+            }
+            registry.decrement_terminate_count();
+        });
+        self.push_or_inject(job);
+    }
+
+    /// A panic nobody waits for: the handler gets it, or the process aborts
+    /// (a lost panic would be a silent failure).
+    fn handle_panic(&self, payload: Box<dyn Any + Send>) {
+        match &self.panic_handler {
+            Some(handler) => {
+                if panic::catch_unwind(AssertUnwindSafe(|| handler(payload))).is_err() {
+                    eprintln!("bwos: the panic handler panicked; aborting");
+                    std::process::abort();
+                }
+            }
+            None => {
+                eprintln!(
+                    "bwos: a spawned job panicked and the pool has no panic handler \
+                     (ThreadPoolBuilder::panic_handler); aborting"
+                );
+                std::process::abort();
+            }
+        }
+    }
+
+    pub(crate) fn increment_terminate_count(&self) {
+        // Relaxed: the caller holds a count already (a pool handle or a
+        // running spawned job), so the count cannot reach zero meanwhile.
+        self.terminate_count.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Drops one count; the last one tells every worker to stop once it
+    /// runs out of work.
+    pub(crate) fn decrement_terminate_count(&self) {
+        // AcqRel: the last decrement sees everything done under the other
+        // counts before it stops the workers.
+        if self.terminate_count.fetch_sub(1, Ordering::AcqRel) == 1 {
+            for (index, latch) in self.terminate_latches.iter().enumerate() {
+                if latch.set() {
+                    self.unpark(index);
+                }
+            }
+        }
+    }
+
+    /// Joins the worker threads (after the count reached zero).
+    pub(crate) fn join_threads(&self) {
+        let handles = std::mem::take(&mut *self.lock_handles());
+        for handle in handles {
+            // Workers abort rather than unwind, so join cannot fail.
+            let _ = handle.join();
+        }
+    }
+}
+
+fn ptr_eq(a: *const Registry, b: &Registry) -> bool {
+    std::ptr::eq(a, b)
+}

@@ -1,0 +1,28 @@
+//! The primitives of the protocols that are model-checked: std's, or loom's
+//! when compiled with `--cfg loom`.
+//!
+//! Only the self-contained protocol cores (the latch, the Nowa scope
+//! counter, the sleep counters) are built on this module; a loom build
+//! compiles just those (see `lib.rs`), so the models check the real code.
+
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering, fence};
+#[cfg(loom)]
+pub(crate) use loom::thread::{Thread, park};
+
+#[cfg(not(loom))]
+pub(crate) use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering, fence};
+#[cfg(not(loom))]
+pub(crate) use std::thread::{Thread, park};
+
+/// The handle of the calling thread.
+#[cfg(loom)]
+pub(crate) fn current_thread() -> Thread {
+    loom::thread::current()
+}
+
+/// The handle of the calling thread.
+#[cfg(not(loom))]
+pub(crate) fn current_thread() -> Thread {
+    std::thread::current()
+}

@@ -1,0 +1,178 @@
+//! A worker thread: its BWoS queue, and the loop that runs work until a
+//! latch is set: pop local work, else steal, else take injected work, else
+//! idle.
+//!
+//! # Sharing the owner's block
+//! In a BWoS LIFO queue thieves only reach blocks the owner has left; the
+//! block the owner works in is private, which is what makes its push and
+//! pop plain loads and stores. A fork/join queue stays shallow (one entry
+//! per pending `join` on the current path), so waiting for a block to fill
+//! would keep the oldest, biggest jobs away from idle workers. After each
+//! push the worker therefore reads one shared word (relaxed): if any worker
+//! is searching or sleeping, it shares its block (`lifo::Worker::share`)
+//! and, if nobody is searching, wakes a sleeper. While everybody is busy
+//! that word does not change and a push costs one extra load and branch.
+//!
+//! A worker that became hungry after the owner's last push sees the owner's
+//! private jobs only once the owner pushes again or fills its block (every
+//! [`QUEUE_BLOCK_SIZE`] jobs). Fine-grained fork/join pushes all the time;
+//! a long serial stretch between two pushes delays sharing by that stretch.
+
+use std::cell::Cell;
+use std::ptr;
+use std::sync::Arc;
+
+use bwos_queue::{Config, lifo};
+
+use crate::idle::Idle;
+use crate::job::{AbortOnUnwind, JobRef};
+use crate::latch::CoreLatch;
+use crate::pool::builder::Started;
+use crate::pool::registry::Registry;
+use crate::steal::Victims;
+
+/// Blocks per worker queue.
+pub(crate) const QUEUE_BLOCKS: usize = 64;
+/// Jobs per block: small, so that a deepening recursion grants its oldest
+/// jobs to thieves by itself; each block move costs the owner about one
+/// atomic operation, amortised over this many pushes.
+pub(crate) const QUEUE_BLOCK_SIZE: usize = 8;
+
+/// The geometry of every worker's queue.
+pub(crate) fn queue_config() -> Config {
+    Config::new(QUEUE_BLOCKS, QUEUE_BLOCK_SIZE).expect("a valid constant geometry")
+}
+
+thread_local! {
+    /// The worker running on this thread, or null.
+    static CURRENT: Cell<*const WorkerThread> = const { Cell::new(ptr::null()) };
+}
+
+/// The state of one worker thread; lives on that thread's stack.
+pub(crate) struct WorkerThread {
+    queue: lifo::Worker<JobRef>,
+    index: usize,
+    registry: Arc<Registry>,
+    victims: Victims,
+}
+
+impl WorkerThread {
+    /// The worker running on the calling thread, or null outside pools.
+    #[inline]
+    pub(crate) fn current() -> *const WorkerThread {
+        CURRENT.with(Cell::get)
+    }
+
+    pub(crate) fn index(&self) -> usize {
+        self.index
+    }
+
+    pub(crate) fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    pub(crate) fn registry_ptr(&self) -> *const Registry {
+        Arc::as_ptr(&self.registry)
+    }
+
+    /// Pushes `job` on the local queue; `false` if the queue is full (the
+    /// caller keeps the job).
+    #[inline]
+    pub(crate) fn push(&self, job: JobRef) -> bool {
+        if self.queue.push(job).is_err() {
+            return false;
+        }
+        if self.registry.sleep.anyone_idle() {
+            self.share();
+        }
+        true
+    }
+
+    /// Pushes `job` locally, or injects it into the pool when the local
+    /// queue is full: the job is never lost.
+    pub(crate) fn push_or_inject(&self, job: JobRef) {
+        if !self.push(job) {
+            self.registry.inject(job);
+        }
+    }
+
+    #[cold]
+    fn share(&self) {
+        if self.queue.share() {
+            self.registry.notify_new_work();
+        }
+    }
+
+    /// The newest local job.
+    #[inline]
+    pub(crate) fn take_local(&self) -> Option<JobRef> {
+        self.queue.pop()
+    }
+
+    /// Local work, else stolen work, else injected work.
+    fn find_work(&self) -> Option<JobRef> {
+        self.take_local()
+            .or_else(|| self.victims.steal(self.index, self.registry.stealers()))
+            .or_else(|| self.registry.take_injected())
+    }
+
+    /// Runs work until `latch` is set. The worker does not block while it
+    /// waits: it runs local, stolen or injected jobs, and sleeps only when
+    /// there is none.
+    ///
+    /// Consequences of child stealing (a later front end removes them):
+    /// the jobs run here sit on top of the waiting frame, so the stack
+    /// grows with every nested wait, and a job may run in the middle of
+    /// another job of the same thread (reentrancy: thread-locals and locks
+    /// held across `join` can be observed or re-entered).
+    #[inline]
+    pub(crate) fn wait_until(&self, latch: &CoreLatch) {
+        if !latch.probe() {
+            self.wait_until_cold(latch);
+        }
+    }
+
+    #[cold]
+    fn wait_until_cold(&self, latch: &CoreLatch) {
+        let mut idle = Idle::new();
+        while !latch.probe() {
+            match self.find_work() {
+                Some(job) => {
+                    idle.work_found(self);
+                    // SAFETY: every `JobRef` in the pool's queues and
+                    // injector is executed exactly once, by whoever takes
+                    // it out; its job is alive until then (stack jobs'
+                    // frames wait for their latch, heap jobs own themselves).
+                    unsafe { job.execute() };
+                }
+                None => idle.no_work_found(self, latch),
+            }
+        }
+        idle.work_found(self);
+    }
+
+    /// The body of worker thread `index`.
+    pub(crate) fn main(
+        registry: Arc<Registry>,
+        index: usize,
+        queue: lifo::Worker<JobRef>,
+        started: Arc<Started>,
+    ) {
+        let _guard = AbortOnUnwind {
+            what: "a worker thread's scheduler loop",
+        };
+        let worker = WorkerThread {
+            queue,
+            index,
+            registry,
+            victims: Victims::new(index),
+        };
+        CURRENT.with(|current| current.set(&worker));
+        worker.registry.register_thread(index);
+        started.worker_started();
+        drop(started);
+        worker.wait_until(worker.registry.terminate_latch(index));
+        debug_assert!(worker.queue.is_empty(), "a terminated worker left jobs behind");
+        CURRENT.with(|current| current.set(ptr::null()));
+    }
+}
