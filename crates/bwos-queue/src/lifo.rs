@@ -369,7 +369,10 @@ impl<T> Worker<T> {
             // the block drained when thieves have taken the items. Relaxed:
             // no data is published; the RMW keeps the thieves' Release
             // increments a single release sequence for the owner's Acquire.
-            block.thief.stolen.fetch_add(u64::from(gap), Ordering::Relaxed);
+            block
+                .thief
+                .stolen
+                .fetch_add(u64::from(gap), Ordering::Relaxed);
             self.front.set(front + gap);
             self.back.set(self.margin);
         }

@@ -167,9 +167,11 @@ pub(crate) struct AbortOnUnwind {
 impl Drop for AbortOnUnwind {
     fn drop(&mut self) {
         if std::thread::panicking() {
-            eprintln!("bwos: {} panicked; aborting (this is a bug in bwos)", self.what);
+            eprintln!(
+                "bwos: {} panicked; aborting (this is a bug in bwos)",
+                self.what
+            );
             std::process::abort();
         }
     }
 }
-

@@ -65,12 +65,9 @@ impl CoreLatch {
     pub(crate) fn wake_up(&self) {
         // Relaxed: as for `get_sleepy`; if the latch is set the next
         // `probe` acquires it.
-        let _ = self.state.compare_exchange(
-            SLEEPING,
-            UNSET,
-            Ordering::Relaxed,
-            Ordering::Relaxed,
-        );
+        let _ = self
+            .state
+            .compare_exchange(SLEEPING, UNSET, Ordering::Relaxed, Ordering::Relaxed);
     }
 
     /// Whether the waiter's announcement still stands (not set, not

@@ -54,15 +54,15 @@ mod scope;
 #[cfg(loom)]
 #[path = "scope/counter.rs"]
 mod counter;
-#[cfg(loom)]
-#[path = "idle/sleep.rs"]
-mod sleep;
 #[cfg(not(loom))]
 mod job;
 #[cfg(not(loom))]
 mod join;
 #[cfg(not(loom))]
 mod pool;
+#[cfg(loom)]
+#[path = "idle/sleep.rs"]
+mod sleep;
 #[cfg(not(loom))]
 mod steal;
 #[cfg(not(loom))]

@@ -239,6 +239,10 @@ fn nowa_counter_releases_owner_once() {
         first.join().unwrap();
         second.join().unwrap().join().unwrap();
         let releases = shared.releases.load(Ordering::Relaxed);
-        assert_eq!(releases, usize::from(!all_done_at_end), "released {releases} times");
+        assert_eq!(
+            releases,
+            usize::from(!all_done_at_end),
+            "released {releases} times"
+        );
     });
 }

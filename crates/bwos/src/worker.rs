@@ -172,7 +172,10 @@ impl WorkerThread {
         started.worker_started();
         drop(started);
         worker.wait_until(worker.registry.terminate_latch(index));
-        debug_assert!(worker.queue.is_empty(), "a terminated worker left jobs behind");
+        debug_assert!(
+            worker.queue.is_empty(),
+            "a terminated worker left jobs behind"
+        );
         CURRENT.with(|current| current.set(ptr::null()));
     }
 }

@@ -112,9 +112,8 @@ impl ThreadPoolBuilder {
     pub fn build(self) -> Result<ThreadPool, ThreadPoolBuildError> {
         let num_threads = self.resolved_num_threads()?;
         let mut name = self.thread_name;
-        let (queues, stealers): (Vec<_>, Vec<_>) = (0..num_threads)
-            .map(|_| lifo::new(queue_config()))
-            .unzip();
+        let (queues, stealers): (Vec<_>, Vec<_>) =
+            (0..num_threads).map(|_| lifo::new(queue_config())).unzip();
         let registry = Arc::new(Registry::new(stealers, self.panic_handler));
         let started = Arc::new(Started::default());
         let mut handles = Vec::with_capacity(num_threads);
@@ -128,7 +127,9 @@ impl ThreadPoolBuilder {
             }
             let worker_registry = Arc::clone(&registry);
             let worker_started = Arc::clone(&started);
-            match thread.spawn(move || WorkerThread::main(worker_registry, index, queue, worker_started)) {
+            match thread
+                .spawn(move || WorkerThread::main(worker_registry, index, queue, worker_started))
+            {
                 Ok(handle) => handles.push(handle),
                 Err(error) => {
                     // Stop and join the workers started so far.
@@ -169,13 +170,18 @@ impl Started {
     fn wait_for(&self, workers: usize) {
         let mut count = self.lock();
         while *count < workers {
-            count = self.all.wait(count).unwrap_or_else(|poison| poison.into_inner());
+            count = self
+                .all
+                .wait(count)
+                .unwrap_or_else(|poison| poison.into_inner());
         }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, usize> {
         // Nothing panics while holding this lock.
-        self.count.lock().unwrap_or_else(|poison| poison.into_inner())
+        self.count
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
     }
 }
 

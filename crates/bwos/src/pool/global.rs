@@ -19,9 +19,9 @@ static GLOBAL: OnceLock<ThreadPool> = OnceLock::new();
 pub(crate) fn registry() -> &'static Arc<Registry> {
     &GLOBAL
         .get_or_init(|| {
-            ThreadPoolBuilder::new()
-                .build()
-                .unwrap_or_else(|error| panic!("bwos: cannot create the global thread pool: {error}"))
+            ThreadPoolBuilder::new().build().unwrap_or_else(|error| {
+                panic!("bwos: cannot create the global thread pool: {error}")
+            })
         })
         .registry
 }

@@ -75,7 +75,9 @@ impl Registry {
 
     fn lock_handles(&self) -> std::sync::MutexGuard<'_, Vec<JoinHandle<()>>> {
         // A poisoned lock only means a joiner panicked; the list is intact.
-        self.handles.lock().unwrap_or_else(|poison| poison.into_inner())
+        self.handles
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
     }
 
     /// Wakes worker `index` if it is parked.

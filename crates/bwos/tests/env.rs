@@ -1,0 +1,67 @@
+//! `BWOS_NUM_THREADS`: a valid value sets the default thread count, a bad
+//! one is a typed error with a message, never a silent default. One test
+//! in its own binary, because it changes the process environment.
+
+use bwos::{ThreadPoolBuildError, ThreadPoolBuilder};
+
+fn set_env(value: &str) {
+    // SAFETY: this binary's only test runs on one thread and nothing else
+    // reads the environment concurrently.
+    unsafe { std::env::set_var(bwos::NUM_THREADS_ENV, value) };
+}
+
+#[test]
+fn num_threads_from_the_environment() {
+    set_env("3");
+    assert_eq!(
+        ThreadPoolBuilder::new()
+            .build()
+            .unwrap()
+            .current_num_threads(),
+        3
+    );
+    // An explicit number wins over the environment.
+    assert_eq!(
+        ThreadPoolBuilder::new()
+            .num_threads(2)
+            .resolved_num_threads()
+            .unwrap(),
+        2
+    );
+
+    set_env("0");
+    let automatic = std::thread::available_parallelism().map_or(1, usize::from);
+    assert_eq!(
+        ThreadPoolBuilder::new().resolved_num_threads().unwrap(),
+        automatic
+    );
+
+    for bad in ["three", "-1", "2.5", ""] {
+        set_env(bad);
+        let error = ThreadPoolBuilder::new().build().unwrap_err();
+        assert!(
+            matches!(&error, ThreadPoolBuildError::InvalidEnvironment { value } if value == bad)
+        );
+        let message = error.to_string();
+        assert!(
+            message.contains("BWOS_NUM_THREADS") && message.contains("whole number"),
+            "{message}"
+        );
+    }
+
+    set_env("70000");
+    let error = ThreadPoolBuilder::new().build().unwrap_err();
+    assert!(matches!(
+        error,
+        ThreadPoolBuildError::TooManyThreads { requested: 70000 }
+    ));
+
+    // The global pool cannot report an error, so a bad value makes its
+    // creation panic with the message.
+    set_env("many");
+    let payload = std::panic::catch_unwind(|| bwos::current_num_threads()).unwrap_err();
+    let message = payload
+        .downcast_ref::<String>()
+        .expect("a formatted message");
+    assert!(message.contains("BWOS_NUM_THREADS=\"many\""), "{message}");
+}

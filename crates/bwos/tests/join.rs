@@ -1,0 +1,222 @@
+//! `join` under stress: results against serial code on 1, 2 and 8 threads
+//! (8 oversubscribes a 2-core machine), nesting, a full local queue, and
+//! panics in either closure.
+
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use bwos::ThreadPoolBuilder;
+
+fn pool(threads: usize) -> bwos::ThreadPool {
+    ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
+}
+
+fn fib_serial(n: u64) -> u64 {
+    if n < 2 {
+        n
+    } else {
+        fib_serial(n - 1) + fib_serial(n - 2)
+    }
+}
+
+fn fib(n: u64) -> u64 {
+    if n < 2 {
+        return n;
+    }
+    let (a, b) = bwos::join(|| fib(n - 1), || fib(n - 2));
+    a + b
+}
+
+fn quicksort<T: Ord + Send>(values: &mut [T]) {
+    if values.len() <= 16 {
+        values.sort();
+        return;
+    }
+    let pivot = partition(values);
+    let (left, right) = values.split_at_mut(pivot);
+    bwos::join(|| quicksort(left), || quicksort(&mut right[1..]));
+}
+
+/// Lomuto partition around the last element; returns the pivot's index.
+fn partition<T: Ord>(values: &mut [T]) -> usize {
+    let last = values.len() - 1;
+    values.swap(values.len() / 2, last);
+    let mut store = 0;
+    for i in 0..last {
+        if values[i] <= values[last] {
+            values.swap(i, store);
+            store += 1;
+        }
+    }
+    values.swap(store, last);
+    store
+}
+
+/// Deterministic pseudo-random numbers (xorshift).
+fn random_values(count: usize, mut seed: u64) -> Vec<u64> {
+    (0..count)
+        .map(|_| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % 1_000_000
+        })
+        .collect()
+}
+
+#[test]
+fn fib_matches_serial_on_1_2_and_8_threads() {
+    let expected = fib_serial(24);
+    for threads in [1, 2, 8] {
+        let pool = pool(threads);
+        for _ in 0..5 {
+            assert_eq!(pool.install(|| fib(24)), expected, "{threads} threads");
+        }
+    }
+}
+
+#[test]
+fn quicksort_matches_serial_sort_on_1_2_and_8_threads() {
+    for threads in [1, 2, 8] {
+        let pool = pool(threads);
+        for seed in 1..4 {
+            let mut values = random_values(200_000, seed);
+            let mut expected = values.clone();
+            expected.sort();
+            pool.install(|| quicksort(&mut values));
+            assert_eq!(values, expected, "{threads} threads, seed {seed}");
+        }
+    }
+}
+
+#[test]
+fn join_outside_any_pool_uses_the_global_pool() {
+    assert_eq!(fib(20), fib_serial(20));
+    assert!(bwos::current_thread_index().is_none());
+    let (index_a, _) = bwos::join(bwos::current_thread_index, || ());
+    assert!(index_a.is_some(), "a ran on a worker");
+}
+
+#[test]
+fn join_inside_scope_inside_join() {
+    let pool = pool(4);
+    let total = AtomicUsize::new(0);
+    pool.install(|| {
+        bwos::join(
+            || {
+                bwos::scope(|s| {
+                    for i in 0..50 {
+                        let total = &total;
+                        s.spawn(move |_| {
+                            let (a, b) = bwos::join(|| fib(10) as usize, || i);
+                            total.fetch_add(a + b, Ordering::Relaxed);
+                        });
+                    }
+                })
+            },
+            || total.fetch_add(1_000_000, Ordering::Relaxed),
+        )
+    });
+    let expected = 1_000_000 + 50 * fib_serial(10) as usize + (0..50).sum::<usize>();
+    assert_eq!(total.into_inner(), expected);
+}
+
+/// A join chain far deeper than a worker's queue (512 entries) holds: the
+/// pushes that find the queue full run both closures inline.
+#[test]
+fn deeper_than_the_queue_loses_nothing() {
+    fn chain(depth: usize, counter: &AtomicUsize) {
+        if depth == 0 {
+            return;
+        }
+        bwos::join(
+            || chain(depth - 1, counter),
+            || {
+                counter.fetch_add(1, Ordering::Relaxed);
+            },
+        );
+    }
+    for threads in [1, 2] {
+        let pool = ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .stack_size(256 << 20)
+            .build()
+            .unwrap();
+        let counter = AtomicUsize::new(0);
+        pool.install(|| chain(3000, &counter));
+        assert_eq!(counter.into_inner(), 3000, "{threads} threads");
+    }
+}
+
+fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("<not a string>")
+}
+
+#[test]
+fn a_panic_in_either_closure_reaches_the_caller_after_both_ran() {
+    let pool = pool(2);
+    for (panic_a, panic_b) in [(true, false), (false, true), (true, true)] {
+        let ran = [AtomicUsize::new(0), AtomicUsize::new(0)];
+        let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
+            pool.install(|| {
+                bwos::join(
+                    || {
+                        ran[0].fetch_add(1, Ordering::Relaxed);
+                        if panic_a {
+                            panic!("a");
+                        }
+                        fib(15)
+                    },
+                    || {
+                        // Long enough to be stolen sometimes.
+                        let value = fib(15);
+                        ran[1].fetch_add(1, Ordering::Relaxed);
+                        if panic_b {
+                            panic!("b");
+                        }
+                        value
+                    },
+                )
+            })
+        }));
+        let payload = outcome.expect_err("the panic must propagate");
+        let expected = if panic_a { "a" } else { "b" };
+        assert_eq!(panic_message(&payload), expected);
+        assert_eq!(ran[0].load(Ordering::Relaxed), 1, "a ran once");
+        assert_eq!(ran[1].load(Ordering::Relaxed), 1, "b ran once");
+    }
+    // The pool still works.
+    assert_eq!(pool.install(|| fib(20)), fib_serial(20));
+}
+
+#[test]
+fn panics_deep_in_a_recursion_reach_the_top() {
+    fn fib_panicking(n: u64) -> u64 {
+        if n == 3 {
+            panic!("deep");
+        }
+        if n < 2 {
+            return n;
+        }
+        let (a, b) = bwos::join(|| fib_panicking(n - 1), || fib_panicking(n - 2));
+        a + b
+    }
+    for threads in [1, 2, 8] {
+        let pool = pool(threads);
+        let payload = panic::catch_unwind(AssertUnwindSafe(|| pool.install(|| fib_panicking(18))))
+            .expect_err("the panic must propagate");
+        assert_eq!(panic_message(&payload), "deep");
+        assert_eq!(
+            pool.install(|| fib(18)),
+            fib_serial(18),
+            "{threads} threads"
+        );
+    }
+}

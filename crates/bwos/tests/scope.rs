@@ -1,0 +1,145 @@
+//! `scope`: thousands of borrowing spawns, spawns from spawned tasks on
+//! other threads (the atomic side of the Nowa counter), and panics in the
+//! body and in spawned closures.
+
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use bwos::ThreadPoolBuilder;
+
+fn pool(threads: usize) -> bwos::ThreadPool {
+    ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn thousands_of_borrowing_spawns_each_run_once() {
+    for threads in [1, 2, 8] {
+        let pool = pool(threads);
+        let mut slots = vec![0u32; 10_000];
+        pool.scope(|s| {
+            for (i, slot) in slots.iter_mut().enumerate() {
+                s.spawn(move |_| *slot += i as u32 + 1);
+            }
+        });
+        for (i, slot) in slots.iter().enumerate() {
+            assert_eq!(*slot, i as u32 + 1, "slot {i}, {threads} threads");
+        }
+    }
+}
+
+/// A spawn tree: every task spawns two more down to a depth, from whatever
+/// thread it runs on, so most spawns happen off the owner's thread or
+/// after the body ended.
+#[test]
+fn recursive_spawns_from_other_threads_are_all_awaited() {
+    fn tree<'scope>(s: &bwos::Scope<'scope>, depth: u32, count: &'scope AtomicUsize) {
+        count.fetch_add(1, Ordering::Relaxed);
+        if depth > 0 {
+            s.spawn(move |s| tree(s, depth - 1, count));
+            s.spawn(move |s| tree(s, depth - 1, count));
+        }
+    }
+    for threads in [1, 2, 8] {
+        let pool = pool(threads);
+        for _ in 0..10 {
+            let count = AtomicUsize::new(0);
+            pool.scope(|s| tree(s, 12, &count));
+            assert_eq!(count.into_inner(), (1 << 13) - 1, "{threads} threads");
+        }
+    }
+}
+
+#[test]
+fn scope_outside_any_pool_uses_the_global_pool() {
+    let mut values = vec![1u64; 100];
+    bwos::scope(|s| {
+        for value in values.iter_mut() {
+            s.spawn(move |_| *value *= 2);
+        }
+    });
+    assert_eq!(values.iter().sum::<u64>(), 200);
+}
+
+#[test]
+fn nested_scopes_with_joins() {
+    let pool = pool(4);
+    let total = AtomicUsize::new(0);
+    pool.scope(|outer| {
+        for _ in 0..8 {
+            let total = &total;
+            outer.spawn(move |_| {
+                bwos::scope(|inner| {
+                    for _ in 0..8 {
+                        inner.spawn(move |_| {
+                            let (a, b) = bwos::join(|| 1, || 2);
+                            total.fetch_add(a + b, Ordering::Relaxed);
+                        });
+                    }
+                });
+            });
+        }
+    });
+    assert_eq!(total.into_inner(), 8 * 8 * 3);
+}
+
+fn message(payload: &Box<dyn std::any::Any + Send>) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("<not a string>")
+}
+
+#[test]
+fn panics_in_body_and_spawns_reach_the_caller_after_all_work() {
+    let pool = pool(2);
+    // (body panics, which spawned task panics)
+    for (body_panics, panicking_task) in [
+        (true, None),
+        (false, Some(0)),
+        (false, Some(63)),
+        (true, Some(7)),
+    ] {
+        let ran = AtomicUsize::new(0);
+        let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
+            pool.scope(|s| {
+                for i in 0..64 {
+                    let ran = &ran;
+                    s.spawn(move |_| {
+                        ran.fetch_add(1, Ordering::Relaxed);
+                        if panicking_task == Some(i) {
+                            panic!("task");
+                        }
+                    });
+                }
+                if body_panics {
+                    panic!("body");
+                }
+            })
+        }));
+        let payload = outcome.expect_err("the panic must propagate");
+        let expected = if body_panics { "body" } else { "task" };
+        assert_eq!(message(&payload), expected);
+        assert_eq!(ran.into_inner(), 64, "every spawned task ran");
+    }
+    let mut sum = 0;
+    pool.scope(|s| s.spawn(|_| sum = 5));
+    assert_eq!(sum, 5, "the pool still works");
+}
+
+#[test]
+fn many_panicking_spawns_report_one_panic() {
+    let pool = pool(8);
+    let payload = panic::catch_unwind(AssertUnwindSafe(|| {
+        pool.scope(|s| {
+            for _ in 0..500 {
+                s.spawn(|_| panic!("each"));
+            }
+        })
+    }))
+    .expect_err("the panic must propagate");
+    assert_eq!(message(&payload), "each");
+}
