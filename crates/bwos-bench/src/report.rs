@@ -175,12 +175,12 @@ pub fn write_outputs(header: &Header, samples: &[Sample], args: &QueueArgs) -> i
     Ok(())
 }
 
-fn annotate(error: io::Error, path: &Path) -> io::Error {
+pub(crate) fn annotate(error: io::Error, path: &Path) -> io::Error {
     io::Error::new(error.kind(), format!("{}: {error}", path.display()))
 }
 
 /// A queue's line in a plot: (x, median throughput) points.
-type Series = (&'static str, Vec<(f64, f64)>);
+pub(crate) type Series = (&'static str, Vec<(f64, f64)>);
 
 fn plots(samples: &[Sample], dir: &Path) -> io::Result<Vec<String>> {
     let groups = groups(samples);
@@ -213,6 +213,7 @@ fn plots(samples: &[Sample], dir: &Path) -> io::Result<Vec<String>> {
             &dir.join(&name),
             &caption,
             "stolen share (%)",
+            "throughput (Mops/s)",
             &series,
             None,
         )?;
@@ -247,6 +248,7 @@ fn plots(samples: &[Sample], dir: &Path) -> io::Result<Vec<String>> {
             &dir.join(&name),
             &caption,
             "policy",
+            "throughput (Mops/s)",
             &series,
             Some(&policy_label),
         )?;
@@ -261,10 +263,11 @@ fn policy_label(x: &f64) -> String {
         .map_or(String::new(), |p| p.name().to_string())
 }
 
-fn line_plot(
+pub(crate) fn line_plot(
     path: &Path,
     caption: &str,
     x_label: &str,
+    y_label: &str,
     series: &[Series],
     x_names: Option<&dyn Fn(&f64) -> String>,
 ) -> io::Result<()> {
@@ -281,7 +284,7 @@ fn line_plot(
             .y_label_area_size(60)
             .build_cartesian_2d(-0.2..x_max * 1.05 + 0.2, 0.0..y_max * 1.1)?;
         let mut mesh = chart.configure_mesh();
-        mesh.x_desc(x_label).y_desc("throughput (Mops/s)");
+        mesh.x_desc(x_label).y_desc(y_label);
         if let Some(names) = x_names {
             mesh.x_labels(series.iter().map(|s| s.1.len()).max().unwrap_or(1))
                 .x_label_formatter(names);

@@ -51,11 +51,14 @@ impl Positions {
     }
 }
 
+/// One entry of a block.
+pub(crate) type Slot<T> = UnsafeCell<MaybeUninit<T>>;
+
 /// A block: metadata plus `block_size` entries.
 pub(crate) struct Block<T> {
     pub(crate) owner: CachePadded<OwnerSide>,
     pub(crate) thief: CachePadded<ThiefSide>,
-    slots: Box<[UnsafeCell<MaybeUninit<T>>]>,
+    slots: Box<[Slot<T>]>,
 }
 
 impl<T> Block<T> {
@@ -73,6 +76,12 @@ impl<T> Block<T> {
                 .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
                 .collect(),
         }
+    }
+
+    /// The first entry: owners cache it to index entries without loading
+    /// the block's slice pointer on every operation.
+    pub(crate) fn slots_ptr(&self) -> std::ptr::NonNull<Slot<T>> {
+        std::ptr::NonNull::from(&self.slots[0])
     }
 
     /// Stores `item` in entry `index`.
@@ -107,6 +116,7 @@ impl<T> Block<T> {
     }
 
     /// Drops the items in entries `from..to`.
+
     ///
     /// # Safety
     /// As for [`Block::read`], for every entry in the range.
@@ -128,4 +138,29 @@ impl<T> Block<T> {
             .stolen
             .fetch_add(u64::from(count), Ordering::Release);
     }
+}
+
+/// [`Block::write`] through a cached [`Block::slots_ptr`].
+///
+/// # Safety
+/// As for [`Block::write`]; `slots` is the `slots_ptr` of a live block.
+#[inline(always)]
+pub(crate) unsafe fn write_slot<T>(slots: std::ptr::NonNull<Slot<T>>, index: u32, item: T) {
+    // SAFETY: the caller guarantees `index` is within the block's entries.
+    let slot = unsafe { slots.add(index as usize).as_ref() };
+    // SAFETY: the caller guarantees exclusive access to an empty entry.
+    slot.with_mut(|slot| unsafe { (*slot).write(item) });
+}
+
+/// [`Block::read`] through a cached [`Block::slots_ptr`].
+///
+/// # Safety
+/// As for [`Block::read`]; `slots` is the `slots_ptr` of a live block.
+#[inline(always)]
+pub(crate) unsafe fn read_slot<T>(slots: std::ptr::NonNull<Slot<T>>, index: u32) -> T {
+    // SAFETY: the caller guarantees `index` is within the block's entries.
+    let slot = unsafe { slots.add(index as usize).as_ref() };
+    // SAFETY: the caller guarantees the entry is initialised, published to
+    // this thread, and read by nobody else.
+    slot.with(|slot| unsafe { (*slot).assume_init_read() })
 }

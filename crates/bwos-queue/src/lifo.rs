@@ -39,7 +39,7 @@ use std::fmt;
 use std::ops::Range;
 use std::ptr::NonNull;
 
-use crate::block::{Block, Positions};
+use crate::block::{Block, Positions, Slot, read_slot, write_slot};
 use crate::config::Config;
 use crate::packed::{index, pack, round};
 use crate::ring::{Flavor, Reserve, Ring};
@@ -119,6 +119,7 @@ pub fn new<T>(config: Config) -> (Worker<T>, Stealer<T>) {
         top: Cell::new(n),
         top_block: Cell::new(0),
         top_ptr: Cell::new(ring.block_ptr(0)),
+        top_slots: Cell::new(ring.block(0).slots_ptr()),
         low: Cell::new(n),
         front: Cell::new(0),
         back: Cell::new(0),
@@ -140,6 +141,8 @@ pub struct Worker<T> {
     top_block: Cell<usize>,
     /// Block `top_block` of `ring`, cached for the fast path.
     top_ptr: Cell<NonNull<Block<T>>>,
+    /// The entries of that block, cached for the fast path.
+    top_slots: Cell<NonNull<Slot<T>>>,
     /// The lowest virtual block the owner may take back: blocks below it
     /// belong to an earlier lap.
     low: Cell<u64>,
@@ -179,7 +182,7 @@ impl<T> Worker<T> {
             // SAFETY: entries at and above `back` in the owner's block are
             // empty and closed to thieves (the block is not granted), and
             // `back` is below the block size.
-            unsafe { self.own_block().write(back, item) };
+            unsafe { write_slot(self.top_slots.get(), back, item) };
             self.back.set(back + 1);
             return Ok(());
         }
@@ -244,6 +247,7 @@ impl<T> Worker<T> {
         self.top.set(next);
         self.top_block.set(next_block);
         self.top_ptr.set(ring.block_ptr(next_block));
+        self.top_slots.set(ring.block(next_block).slots_ptr());
         true
     }
 
@@ -283,7 +287,7 @@ impl<T> Worker<T> {
             self.back.set(back);
             // SAFETY: `front..back` of the owner's block hold items written
             // by this thread, closed to thieves.
-            return Some(unsafe { self.own_block().read(back) });
+            return Some(unsafe { read_slot(self.top_slots.get(), back) });
         }
         self.pop_slow()
     }
@@ -314,6 +318,7 @@ impl<T> Worker<T> {
             self.top.set(below);
             self.top_block.set(below_block);
             self.top_ptr.set(ring.block_ptr(below_block));
+            self.top_slots.set(block.slots_ptr());
             if index(old) < margin {
                 // The block was granted full: `old..margin` is ours again.
                 return self.pop();

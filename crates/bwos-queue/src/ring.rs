@@ -46,6 +46,10 @@ pub(crate) struct Reserved {
 pub(crate) struct Ring<T, F: Flavor> {
     blocks: Box<[Block<T>]>,
     block_size: u32,
+    /// `log2(num_blocks)` when the block count is a power of two: the
+    /// owner's block moves then locate blocks with a mask and a shift
+    /// instead of a 64-bit division.
+    block_shift: Option<u32>,
     /// The block where the last successful steal happened: thieves start
     /// looking there, so they do not rescan drained blocks.
     hint: CachePadded<AtomicUsize>,
@@ -70,6 +74,10 @@ impl<T, F: Flavor> Ring<T, F> {
                 .map(|i| Block::new(block_size, init(i)))
                 .collect(),
             block_size,
+            block_shift: config
+                .num_blocks()
+                .is_power_of_two()
+                .then(|| config.num_blocks().trailing_zeros()),
             hint: CachePadded::new(AtomicUsize::new(0)),
             _flavor: PhantomData,
         }
@@ -101,7 +109,13 @@ impl<T, F: Flavor> Ring<T, F> {
         let n = self.blocks.len() as u64;
         // Rounds are compared for equality only; wrapping after 2^32 laps
         // would need a thief stalled for 2^32 laps to cause an ABA.
-        ((virtual_block % n) as usize, (virtual_block / n) as u32)
+        match self.block_shift {
+            Some(shift) => (
+                (virtual_block & (n - 1)) as usize,
+                (virtual_block >> shift) as u32,
+            ),
+            None => ((virtual_block % n) as usize, (virtual_block / n) as u32),
+        }
     }
 
     /// Reserves up to `max` entries from the first block with stealable

@@ -112,6 +112,16 @@ impl<L: Latch, F: FnOnce() -> R + Send, R: Send> StackJob<L, F, R> {
         self.result.into_inner()
     }
 
+    /// Takes the result out after the latch was observed set.
+    ///
+    /// # Safety
+    /// The latch has been observed set (`probe`), so the job has run and
+    /// nobody else touches the result any more.
+    pub(crate) unsafe fn take_result(&self) -> JobResult<R> {
+        // SAFETY: guaranteed by the caller.
+        unsafe { std::mem::replace(&mut *self.result.get(), JobResult::Pending) }
+    }
+
     /// # Safety
     /// `this` is a `StackJob<L, F, R>` that has not run yet and stays alive
     /// until its latch is set.

@@ -55,32 +55,91 @@ where
     let job_b = StackJob::new(WorkerLatch::new(worker), b);
     let job_b_ref = job_b.as_job_ref();
     if !worker.push(job_b_ref) {
-        // The local queue is full: run both here, in order.
-        let result_a = JobResult::of(a);
-        let result_b = JobResult::of(|| job_b.run_inline());
-        return (result_a.into_value(), result_b.into_value());
+        return join_unqueued(a, &job_b);
     }
-    // `b` must be done before this frame goes, even if `a` panics.
+    // If `a` panics, `b` must still run (and a thief running it must be
+    // waited for) before this frame goes: the guard does that while the
+    // panic unwinds. On the normal path it costs nothing (no
+    // `catch_unwind` on the fast path).
+    let reclaim = ReclaimOnUnwind {
+        worker,
+        job_b: &job_b,
+    };
+    let result_a = a();
+    std::mem::forget(reclaim);
+    match worker.take_local() {
+        // The common case: nobody stole `b`. A panic in `b` propagates
+        // directly: nothing of this join is pending any more.
+        Some(job) if job.is(job_b_ref) => (result_a, job_b.run_inline()),
+        popped => (result_a, reclaim_b(worker, &job_b, popped).into_value()),
+    }
+}
+
+/// The local queue was full: run both closures here, `b` even if `a`
+/// panics.
+#[cold]
+#[inline(never)]
+fn join_unqueued<A, B, RA, RB>(a: A, job_b: &StackJob<WorkerLatch, B, RB>) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RB: Send,
+{
     let result_a = JobResult::of(a);
-    loop {
-        match worker.take_local() {
-            Some(job) if job.is(job_b_ref) => {
-                let result_b = JobResult::of(|| job_b.run_inline());
-                return (result_a.into_value(), result_b.into_value());
-            }
-            // Jobs `a` pushed and left behind (spawns), or, once `b` has
-            // been stolen, older local jobs: run them while we are here.
-            Some(job) => {
-                // SAFETY: popped from our queue, so executed exactly once.
-                unsafe { job.execute() };
-                if job_b.latch().core().probe() {
-                    break;
-                }
-            }
-            None => break,
+    let result_b = JobResult::of(|| job_b.run_inline());
+    (result_a.into_value(), result_b.into_value())
+}
+
+/// Gets `b`'s result when the first pop did not return `b`'s job: run the
+/// jobs popped instead (left behind by `a`, or older ones once `b` was
+/// stolen) until `b` comes back or the queue is empty, then wait for the
+/// thief.
+#[cold]
+#[inline(never)]
+fn reclaim_b<B, RB>(
+    worker: &WorkerThread,
+    job_b: &StackJob<WorkerLatch, B, RB>,
+    mut popped: Option<crate::job::JobRef>,
+) -> JobResult<RB>
+where
+    B: FnOnce() -> RB + Send,
+    RB: Send,
+{
+    let job_b_ref = job_b.as_job_ref();
+    while let Some(job) = popped {
+        if job.is(job_b_ref) {
+            return JobResult::of(|| job_b.run_inline());
         }
+        // SAFETY: popped from our queue, so executed exactly once, here.
+        unsafe { job.execute() };
+        if job_b.latch().core().probe() {
+            break;
+        }
+        popped = worker.take_local();
     }
-    // `b` was stolen: wait for the thief, working meanwhile.
     worker.wait_until(job_b.latch().core());
-    (result_a.into_value(), job_b.into_result().into_value())
+    // SAFETY: the latch is set: the thief ran `b` and is done with the job.
+    unsafe { job_b.take_result() }
+}
+
+/// Finishes `b` if `a` unwinds; `b`'s own panic, if any, is dropped (the
+/// caller gets `a`'s).
+struct ReclaimOnUnwind<'a, B, RB>
+where
+    B: FnOnce() -> RB + Send,
+    RB: Send,
+{
+    worker: &'a WorkerThread,
+    job_b: &'a StackJob<WorkerLatch, B, RB>,
+}
+
+impl<B, RB> Drop for ReclaimOnUnwind<'_, B, RB>
+where
+    B: FnOnce() -> RB + Send,
+    RB: Send,
+{
+    fn drop(&mut self) {
+        let popped = self.worker.take_local();
+        drop(reclaim_b(self.worker, self.job_b, popped));
+    }
 }

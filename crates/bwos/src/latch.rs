@@ -93,33 +93,23 @@ impl CoreLatch {
     }
 }
 
-/// A latch whose waiter is worker `index` of a pool and whose setter keeps
-/// that pool's registry alive: a worker of the same pool (it ran a job the
-/// waiter pushed), or a holder of the registry (shutdown).
+/// A latch whose waiter is a worker of a pool and whose setter is a worker
+/// of the same pool (it ran a job the waiter pushed).
 ///
 /// Creating one costs two plain stores: the join fast path builds one for
 /// every call and never touches it unless the job was stolen.
 #[cfg(not(loom))]
 pub(crate) struct WorkerLatch {
     core: CoreLatch,
-    registry: *const crate::pool::registry::Registry,
-    index: usize,
+    owner: *const crate::worker::WorkerThread,
 }
 
 #[cfg(not(loom))]
 impl WorkerLatch {
-    pub(crate) fn new(worker: &crate::worker::WorkerThread) -> Self {
-        Self::for_worker(worker.registry_ptr(), worker.index())
-    }
-
-    pub(crate) fn for_worker(
-        registry: *const crate::pool::registry::Registry,
-        index: usize,
-    ) -> Self {
+    pub(crate) fn new(owner: &crate::worker::WorkerThread) -> Self {
         WorkerLatch {
             core: CoreLatch::new(),
-            registry,
-            index,
+            owner,
         }
     }
 
@@ -141,13 +131,20 @@ pub(crate) trait Latch {
 #[cfg(not(loom))]
 impl Latch for WorkerLatch {
     unsafe fn set(this: *const Self) {
-        // SAFETY: the caller guarantees `this` is live until the core is set.
-        let (registry, index) = unsafe { ((*this).registry, (*this).index) };
+        // The waiter, and so its worker, is alive until the core is set:
+        // find out how to wake it first.
+        // SAFETY: the caller guarantees `this` is live until the core is
+        // set; the owner worker lives as long as its thread runs pool work,
+        // which includes waiting for this latch.
+        let (registry, index) = unsafe {
+            let owner = &*(*this).owner;
+            (owner.registry_ptr(), owner.index())
+        };
         // SAFETY: as above; after this line `this` is not used.
         if unsafe { (*this).core.set() } {
-            // SAFETY: the setter keeps the registry alive (a worker of it
-            // holds an `Arc` for its lifetime; shutdown holds one), so the
-            // registry outlives this call even if the waiter is gone.
+            // SAFETY: the setter is a worker of the same registry and holds
+            // an `Arc` of it for its lifetime, so the registry outlives this
+            // call even if the waiter is gone.
             unsafe { (*registry).unpark(index) };
         }
     }

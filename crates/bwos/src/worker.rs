@@ -25,18 +25,22 @@ use std::sync::Arc;
 use bwos_queue::{Config, lifo};
 
 use crate::idle::Idle;
+use crate::idle::sleep::IdleHint;
 use crate::job::{AbortOnUnwind, JobRef};
 use crate::latch::CoreLatch;
 use crate::pool::builder::Started;
 use crate::pool::registry::Registry;
 use crate::steal::Victims;
 
-/// Blocks per worker queue.
-pub(crate) const QUEUE_BLOCKS: usize = 64;
-/// Jobs per block: small, so that a deepening recursion grants its oldest
-/// jobs to thieves by itself; each block move costs the owner about one
-/// atomic operation, amortised over this many pushes.
-pub(crate) const QUEUE_BLOCK_SIZE: usize = 8;
+/// Blocks per worker queue (a power of two: block moves then need no
+/// division).
+pub(crate) const QUEUE_BLOCKS: usize = 32;
+/// Jobs per block. A block move costs the owner one atomic operation and
+/// some bookkeeping; fork/join oscillates around its current depth, so a
+/// small block makes the owner cross block boundaries often (8: one push
+/// or pop in nine). Thieves do not depend on blocks filling up: hungry
+/// workers make the owner share its block.
+pub(crate) const QUEUE_BLOCK_SIZE: usize = 32;
 
 /// The geometry of every worker's queue.
 pub(crate) fn queue_config() -> Config {
@@ -54,6 +58,8 @@ pub(crate) struct WorkerThread {
     index: usize,
     registry: Arc<Registry>,
     victims: Victims,
+    /// Points into `registry`, which this worker keeps alive.
+    idle_hint: IdleHint,
 }
 
 impl WorkerThread {
@@ -82,7 +88,7 @@ impl WorkerThread {
         if self.queue.push(job).is_err() {
             return false;
         }
-        if self.registry.sleep.anyone_idle() {
+        if self.idle_hint.anyone_idle() {
             self.share();
         }
         true
@@ -161,7 +167,9 @@ impl WorkerThread {
         let _guard = AbortOnUnwind {
             what: "a worker thread's scheduler loop",
         };
+        let idle_hint = registry.sleep.hint();
         let worker = WorkerThread {
+            idle_hint,
             queue,
             index,
             registry,

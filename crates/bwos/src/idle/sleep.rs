@@ -32,6 +32,28 @@ const FALL_ASLEEP: u64 = SLEEPER - SEARCHER;
 const AWAKE: u8 = 0;
 const ASLEEP: u8 = 1;
 
+/// A direct pointer to the counts word, kept by each worker so that the
+/// push fast path reads it with one load (going through the registry's
+/// `Arc` costs a dependent load, measurably slower in fork/join).
+#[derive(Clone, Copy)]
+pub(crate) struct IdleHint(*const AtomicU64);
+
+impl IdleHint {
+    /// Whether any worker searches or sleeps: the push fast path's one
+    /// extra load.
+    ///
+    /// The `Sleep` this hint came from must be alive (workers hold its
+    /// registry).
+    #[inline]
+    pub(crate) fn anyone_idle(self) -> bool {
+        // SAFETY: the hint's owner keeps the `Sleep` alive (see above).
+        let counts = unsafe { &*self.0 };
+        // Relaxed: a hint about whether to share work; the decision to
+        // wake a sleeper is taken again after a fence (`notify`).
+        counts.load(Ordering::Relaxed) != 0
+    }
+}
+
 /// The pool's sleep state.
 pub(crate) struct Sleep {
     /// Searching workers in the low half, sleeping ones in the high half.
@@ -54,13 +76,15 @@ impl Sleep {
         }
     }
 
-    /// Whether any worker searches or sleeps: the push fast path's one
-    /// extra load.
-    #[inline]
+    /// The counts word, for [`IdleHint`]s.
+    pub(crate) fn hint(&self) -> IdleHint {
+        IdleHint(&*self.counts)
+    }
+
+    /// Whether any worker searches or sleeps.
+    #[cfg(loom)]
     pub(crate) fn anyone_idle(&self) -> bool {
-        // Relaxed: a hint about whether to share work; the decision to
-        // wake a sleeper is taken again after a fence (`notify`).
-        self.counts.load(Ordering::Relaxed) != 0
+        self.hint().anyone_idle()
     }
 
     /// The calling worker starts searching.
