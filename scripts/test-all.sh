@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: unit, property, drop, stress and doc tests; the loom
-# models of the queue protocol; the queue's tests under Miri.
+# models of the queue protocol and of the runtime's protocol cores; the
+# queue's tests under Miri.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +13,10 @@ echo "== loom models of the BWoS protocol (bounded preemptions, a few minutes)"
 # the normal one.
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p bwos-queue --release --test loom_models -- --test-threads 1
+
+echo "== loom models of the runtime: latch, Nowa scope counter, sleep (seconds)"
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+    cargo test -p bwos --release --lib -- --test-threads 1
 
 echo "== Miri: the queue's non-loom tests"
 if ! cargo +nightly miri --version >/dev/null 2>&1; then

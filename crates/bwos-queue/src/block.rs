@@ -116,7 +116,6 @@ impl<T> Block<T> {
     }
 
     /// Drops the items in entries `from..to`.
-
     ///
     /// # Safety
     /// As for [`Block::read`], for every entry in the range.

@@ -63,10 +63,5 @@ mod ring;
 mod steal;
 mod sync;
 
-/// The README's examples, compiled and run as doc tests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
-struct ReadmeDoctests;
-
 pub use config::{Config, ConfigError, MAX_BLOCK_SIZE, MAX_NUM_BLOCKS, MIN_NUM_BLOCKS};
 pub use steal::Steal;

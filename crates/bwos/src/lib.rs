@@ -42,6 +42,8 @@
 //! their models, `src/loom_models.rs`).
 
 #![warn(missing_docs)]
+// A loom build holds only the protocol cores, used by the loom models alone.
+#![cfg_attr(loom, allow(dead_code))]
 
 mod latch;
 mod sync;
@@ -124,3 +126,9 @@ fn current_registry() -> std::sync::Arc<pool::registry::Registry> {
 
 #[cfg(all(test, loom))]
 mod loom_models;
+
+/// The README's examples (runtime and queue), compiled and run as doc
+/// tests.
+#[cfg(all(doctest, not(loom)))]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;

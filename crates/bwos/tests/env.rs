@@ -59,7 +59,7 @@ fn num_threads_from_the_environment() {
     // The global pool cannot report an error, so a bad value makes its
     // creation panic with the message.
     set_env("many");
-    let payload = std::panic::catch_unwind(|| bwos::current_num_threads()).unwrap_err();
+    let payload = std::panic::catch_unwind(bwos::current_num_threads).unwrap_err();
     let message = payload
         .downcast_ref::<String>()
         .expect("a formatted message");

@@ -21,7 +21,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 pub use report::{tables, write_outputs};
-use workloads::Node;
+use workloads::Tree;
 
 /// Options of `bwos-bench forkjoin`.
 #[derive(Debug, Clone, Args)]
@@ -131,7 +131,7 @@ struct Instance {
     label: String,
     kind: Workload,
     size: u64,
-    tree: Option<Box<Node>>,
+    tree: Option<Tree>,
     expected: u64,
 }
 
@@ -152,14 +152,19 @@ impl Instance {
                 let expected = workloads::nqueens_solutions(n).expect("n is at most 14");
                 (format!("nqueens({n})"), u64::from(n), None, expected)
             }
-            Workload::Tree1k => ("tree 1K".to_string(), 1000, Node::balanced(1000), 1000),
+            Workload::Tree1k => (
+                "tree 1K".to_string(),
+                1000,
+                Some(Tree::balanced(1000)),
+                1000,
+            ),
             Workload::Tree10m => {
                 let nodes = if quick { 1_000_000 } else { 10_000_000 };
                 let label = if quick { "tree 1M" } else { "tree 10M" };
                 (
                     label.to_string(),
                     nodes,
-                    Node::balanced(nodes as usize),
+                    Some(Tree::balanced(nodes as usize)),
                     nodes,
                 )
             }
@@ -181,11 +186,8 @@ macro_rules! run_workload {
             Workload::Fib => workloads::$module::fib(black_box(instance.size), $ctx),
             Workload::Nqueens => workloads::$module::nqueens(black_box(instance.size as u32), $ctx),
             Workload::Tree1k | Workload::Tree10m => {
-                let tree = instance
-                    .tree
-                    .as_deref()
-                    .expect("tree workloads have a tree");
-                workloads::$module::tree_sum(black_box(tree), $ctx)
+                let tree = instance.tree.as_ref().expect("tree workloads have a tree");
+                workloads::$module::tree_sum(black_box(&tree.values), 0, $ctx)
             }
         }
     }};

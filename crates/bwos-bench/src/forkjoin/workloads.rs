@@ -6,27 +6,22 @@
 //! through the closures). The bodies are the same tokens in every module,
 //! so the comparison measures the runtimes, not the code.
 
-/// A balanced binary tree node.
-pub struct Node {
-    pub value: u64,
-    pub left: Option<Box<Node>>,
-    pub right: Option<Box<Node>>,
+/// A balanced binary tree of `values.len()` nodes in breadth-first order
+/// (node `i` has children `2i + 1` and `2i + 2`). The layout treats
+/// left-first and right-first traversals alike: a pointer tree allocated
+/// depth-first favours whichever order matches the allocation (chili runs
+/// the second closure first when it does not share), which would measure
+/// the memory layout instead of the runtime.
+pub struct Tree {
+    pub values: Vec<u64>,
 }
 
-impl Node {
-    /// A balanced tree of exactly `nodes` nodes (values 1, so the sum is
-    /// the node count). Built iteratively per level would not be balanced
-    /// the same way; recursion depth is only log2(nodes).
-    pub fn balanced(nodes: usize) -> Option<Box<Node>> {
-        if nodes == 0 {
-            return None;
+impl Tree {
+    /// A tree of `nodes` nodes, all of value 1 (the sum is the node count).
+    pub fn balanced(nodes: usize) -> Tree {
+        Tree {
+            values: vec![1; nodes],
         }
-        let left = (nodes - 1) / 2;
-        Some(Box::new(Node {
-            value: 1,
-            left: Node::balanced(left),
-            right: Node::balanced(nodes - 1 - left),
-        }))
     }
 }
 
@@ -113,14 +108,22 @@ macro_rules! workloads {
                 }
             }
 
-            /// Sums a binary tree, one join per node.
-            pub fn tree_sum(node: &Node, s: &mut $ctx) -> u64 {
+            /// Sums the subtree rooted at node `index`, one join per node.
+            pub fn tree_sum(tree: &[u64], index: usize, s: &mut $ctx) -> u64 {
                 let (left, right) = $join!(
                     s,
-                    |s| node.left.as_deref().map_or(0, |n| tree_sum(n, s)),
-                    |s| node.right.as_deref().map_or(0, |n| tree_sum(n, s))
+                    |s| if 2 * index + 1 < tree.len() {
+                        tree_sum(tree, 2 * index + 1, s)
+                    } else {
+                        0
+                    },
+                    |s| if 2 * index + 2 < tree.len() {
+                        tree_sum(tree, 2 * index + 2, s)
+                    } else {
+                        0
+                    }
                 );
-                node.value + left + right
+                tree[index] + left + right
             }
         }
     };
@@ -198,8 +201,8 @@ mod tests {
             );
         }
         for nodes in [1, 2, 3, 1000, 4097] {
-            let tree = Node::balanced(nodes).unwrap();
-            assert_eq!(serial::tree_sum(&tree, &mut ()), nodes as u64);
+            let tree = Tree::balanced(nodes);
+            assert_eq!(serial::tree_sum(&tree.values, 0, &mut ()), nodes as u64);
         }
     }
 
@@ -219,7 +222,10 @@ mod tests {
             thread_count: std::num::NonZero::new(2),
             ..chili::Config::default()
         });
-        let tree = Node::balanced(1000).unwrap();
-        assert_eq!(with_chili::tree_sum(&tree, &mut chili_pool.scope()), 1000);
+        let tree = Tree::balanced(1000);
+        assert_eq!(
+            with_chili::tree_sum(&tree.values, 0, &mut chili_pool.scope()),
+            1000
+        );
     }
 }

@@ -22,6 +22,9 @@ use crate::latch::{Latch, WorkerLatch};
 use crate::pool::registry::Registry;
 use crate::worker::WorkerThread;
 
+/// The type of closures a scope runs, for its variance marker.
+type SpawnedBody<'scope> = Box<dyn FnOnce(&Scope<'scope>) + Send + Sync + 'scope>;
+
 /// A scope to spawn borrowing work into; see [`scope`].
 pub struct Scope<'scope> {
     registry: Arc<Registry>,
@@ -34,7 +37,7 @@ pub struct Scope<'scope> {
     /// The first panic of a spawned closure.
     panic: AtomicPtr<Box<dyn Any + Send>>,
     /// Invariant in `'scope`, like the closures it holds.
-    marker: PhantomData<Box<dyn FnOnce(&Scope<'scope>) + Send + Sync + 'scope>>,
+    marker: PhantomData<SpawnedBody<'scope>>,
 }
 
 // SAFETY: the raw pointers are compared (`owner`) or only dereferenced by
