@@ -8,6 +8,9 @@
 //!
 //! Arguments: threads (default 1) and n (default 30).
 
+#![cfg_attr(loom, allow(dead_code, unused))]
+
+#[cfg(not(loom))]
 fn fib(n: u64) -> u64 {
     if n < 2 {
         return n;
@@ -23,6 +26,11 @@ fn fib_serial(n: u64) -> u64 {
     fib_serial(n - 1) + fib_serial(n - 2)
 }
 
+/// A loom build of the crate has no runtime.
+#[cfg(loom)]
+fn main() {}
+
+#[cfg(not(loom))]
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let threads: usize = args.next().map_or(Ok(1), |a| a.parse())?;

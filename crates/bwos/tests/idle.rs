@@ -4,7 +4,7 @@
 //! CPU time is read per thread from `/proc/self/task/*/stat` (Linux), in
 //! clock ticks; the bound is generous and nothing depends on wall time
 //! except how long the idle window lasts.
-#![cfg(target_os = "linux")]
+#![cfg(all(target_os = "linux", not(loom)))]
 
 use std::time::Duration;
 

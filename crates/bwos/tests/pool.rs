@@ -1,5 +1,6 @@
 //! Pools: install across pools, spawn, shutdown with pending work, thread
 //! indices and names, builder errors.
+#![cfg(not(loom))]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
