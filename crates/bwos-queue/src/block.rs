@@ -81,7 +81,9 @@ impl<T> Block<T> {
     /// The first entry: owners cache it to index entries without loading
     /// the block's slice pointer on every operation.
     pub(crate) fn slots_ptr(&self) -> std::ptr::NonNull<Slot<T>> {
-        std::ptr::NonNull::from(&self.slots[0])
+        // From the whole slice, so the pointer may reach every entry (a
+        // pointer from `&self.slots[0]` may only reach the first one).
+        std::ptr::NonNull::from(&*self.slots).cast()
     }
 
     /// Stores `item` in entry `index`.
