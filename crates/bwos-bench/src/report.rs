@@ -158,13 +158,7 @@ struct JsonReport<'a> {
 /// Writes the JSON file and the plots the arguments ask for.
 pub fn write_outputs(header: &Header, samples: &[Sample], args: &QueueArgs) -> io::Result<()> {
     if let Some(path) = &args.json {
-        let json = serde_json::to_string_pretty(&JsonReport { header, samples })
-            .map_err(io::Error::other)?;
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            fs::create_dir_all(parent).map_err(|e| annotate(e, parent))?;
-        }
-        fs::write(path, json).map_err(|e| annotate(e, path))?;
-        println!("\nwrote {}", path.display());
+        write_json(path, &JsonReport { header, samples })?;
     }
     if let Some(dir) = &args.plot {
         fs::create_dir_all(dir).map_err(|e| annotate(e, dir))?;
@@ -172,6 +166,17 @@ pub fn write_outputs(header: &Header, samples: &[Sample], args: &QueueArgs) -> i
             println!("wrote {written}");
         }
     }
+    Ok(())
+}
+
+/// Writes `report` as pretty JSON to `path`, creating its directory.
+pub(crate) fn write_json(path: &Path, report: &impl Serialize) -> io::Result<()> {
+    let json = serde_json::to_string_pretty(report).map_err(io::Error::other)?;
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        fs::create_dir_all(parent).map_err(|e| annotate(e, parent))?;
+    }
+    fs::write(path, json).map_err(|e| annotate(e, path))?;
+    println!("\nwrote {}", path.display());
     Ok(())
 }
 

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::{ForkJoinArgs, Runtime, Sample};
 use crate::header::Header;
-use crate::report::{Series, annotate, line_plot};
+use crate::report::{Series, annotate, line_plot, write_json};
 use crate::stats::Summary;
 
 /// The samples of one workload at one thread count, per runtime, in
@@ -135,13 +135,7 @@ struct JsonReport<'a> {
 /// Writes the JSON file and the plots the arguments ask for.
 pub fn write_outputs(header: &Header, samples: &[Sample], args: &ForkJoinArgs) -> io::Result<()> {
     if let Some(path) = &args.json {
-        let json = serde_json::to_string_pretty(&JsonReport { header, samples })
-            .map_err(io::Error::other)?;
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            fs::create_dir_all(parent).map_err(|e| annotate(e, parent))?;
-        }
-        fs::write(path, json).map_err(|e| annotate(e, path))?;
-        println!("\nwrote {}", path.display());
+        write_json(path, &JsonReport { header, samples })?;
     }
     if let Some(dir) = &args.plot {
         fs::create_dir_all(dir).map_err(|e| annotate(e, dir))?;

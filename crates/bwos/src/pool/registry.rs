@@ -134,21 +134,22 @@ impl Registry {
     {
         let worker = WorkerThread::current();
         if worker.is_null() {
-            self.in_worker_from_outside(op)
+            return self.in_worker_injected(None, op);
+        }
+        // SAFETY: as in `is_current`.
+        let worker = unsafe { &*worker };
+        if ptr_eq(worker.registry_ptr(), self) {
+            op(worker)
         } else {
-            // SAFETY: as in `is_current`.
-            let worker = unsafe { &*worker };
-            if ptr_eq(worker.registry_ptr(), self) {
-                op(worker)
-            } else {
-                self.in_worker_cross(worker, op)
-            }
+            self.in_worker_injected(Some(worker), op)
         }
     }
 
-    /// From a thread outside every pool: inject and block.
+    /// Injects `op` and waits for it: a thread outside every pool
+    /// (`waiting` is `None`) blocks; a worker of another pool keeps running
+    /// its own pool's work meanwhile.
     #[cold]
-    fn in_worker_from_outside<OP, R>(&self, op: OP) -> R
+    fn in_worker_injected<OP, R>(&self, waiting: Option<&WorkerThread>, op: OP) -> R
     where
         OP: FnOnce(&WorkerThread) -> R + Send,
         R: Send,
@@ -158,24 +159,10 @@ impl Registry {
             op(unsafe { &*WorkerThread::current() })
         });
         self.inject(job.as_job_ref());
-        job.latch().core().wait_blocking();
-        job.into_result().into_value()
-    }
-
-    /// From a worker of another pool: inject, and keep that worker busy
-    /// with its own pool's work while it waits.
-    #[cold]
-    fn in_worker_cross<OP, R>(&self, current: &WorkerThread, op: OP) -> R
-    where
-        OP: FnOnce(&WorkerThread) -> R + Send,
-        R: Send,
-    {
-        let job = StackJob::new(ThreadLatch::for_current_thread(), || {
-            // SAFETY: injected jobs run on workers of this registry.
-            op(unsafe { &*WorkerThread::current() })
-        });
-        self.inject(job.as_job_ref());
-        current.wait_until(job.latch().core());
+        match waiting {
+            Some(worker) => worker.wait_until(job.latch().core()),
+            None => job.latch().core().wait_blocking(),
+        }
         job.into_result().into_value()
     }
 
