@@ -150,19 +150,37 @@ pub fn tables(samples: &[Sample]) -> String {
 }
 
 #[derive(Serialize)]
-struct JsonReport<'a> {
+struct JsonReport<'a, S> {
     header: &'a Header,
-    samples: &'a [Sample],
+    samples: &'a [S],
 }
 
 /// Writes the JSON file and the plots the arguments ask for.
 pub fn write_outputs(header: &Header, samples: &[Sample], args: &QueueArgs) -> io::Result<()> {
-    if let Some(path) = &args.json {
+    write_files(
+        header,
+        samples,
+        args.json.as_deref(),
+        args.plot.as_deref(),
+        |dir| plots(samples, dir),
+    )
+}
+
+/// Writes the header and `samples` as JSON to `json`, and the plots that
+/// `plots` draws into `plot`, each if asked for; prints what it wrote.
+pub(crate) fn write_files<S: Serialize>(
+    header: &Header,
+    samples: &[S],
+    json: Option<&Path>,
+    plot: Option<&Path>,
+    plots: impl FnOnce(&Path) -> io::Result<Vec<String>>,
+) -> io::Result<()> {
+    if let Some(path) = json {
         write_json(path, &JsonReport { header, samples })?;
     }
-    if let Some(dir) = &args.plot {
+    if let Some(dir) = plot {
         fs::create_dir_all(dir).map_err(|e| annotate(e, dir))?;
-        for written in plots(samples, dir)? {
+        for written in plots(dir)? {
             println!("wrote {written}");
         }
     }
@@ -170,7 +188,7 @@ pub fn write_outputs(header: &Header, samples: &[Sample], args: &QueueArgs) -> i
 }
 
 /// Writes `report` as pretty JSON to `path`, creating its directory.
-pub(crate) fn write_json(path: &Path, report: &impl Serialize) -> io::Result<()> {
+fn write_json(path: &Path, report: &impl Serialize) -> io::Result<()> {
     let json = serde_json::to_string_pretty(report).map_err(io::Error::other)?;
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         fs::create_dir_all(parent).map_err(|e| annotate(e, parent))?;

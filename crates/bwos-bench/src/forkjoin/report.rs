@@ -1,15 +1,12 @@
 //! Tables, JSON and plots of `bwos-bench forkjoin`.
 
 use std::fmt::Write as _;
-use std::fs;
 use std::io;
 use std::path::Path;
 
-use serde::Serialize;
-
 use super::{ForkJoinArgs, Runtime, Sample};
 use crate::header::Header;
-use crate::report::{Series, annotate, line_plot, write_json};
+use crate::report::{Series, line_plot, write_files};
 use crate::stats::Summary;
 
 /// The samples of one workload at one thread count, per runtime, in
@@ -126,24 +123,15 @@ pub fn tables(samples: &[Sample]) -> String {
     out
 }
 
-#[derive(Serialize)]
-struct JsonReport<'a> {
-    header: &'a Header,
-    samples: &'a [Sample],
-}
-
 /// Writes the JSON file and the plots the arguments ask for.
 pub fn write_outputs(header: &Header, samples: &[Sample], args: &ForkJoinArgs) -> io::Result<()> {
-    if let Some(path) = &args.json {
-        write_json(path, &JsonReport { header, samples })?;
-    }
-    if let Some(dir) = &args.plot {
-        fs::create_dir_all(dir).map_err(|e| annotate(e, dir))?;
-        for written in plots(samples, dir)? {
-            println!("wrote {written}");
-        }
-    }
-    Ok(())
+    write_files(
+        header,
+        samples,
+        args.json.as_deref(),
+        args.plot.as_deref(),
+        |dir| plots(samples, dir),
+    )
 }
 
 /// One plot per thread count: speedup over serial per workload.
