@@ -123,6 +123,7 @@ pub fn new<T>(config: Config) -> (Worker<T>, Stealer<T>) {
         low: Cell::new(n),
         front: Cell::new(0),
         back: Cell::new(0),
+        granted: Cell::new(0),
         margin,
     };
     (worker, Stealer { ring })
@@ -153,6 +154,11 @@ pub struct Worker<T> {
     /// comes back.
     front: Cell<u32>,
     back: Cell<u32>,
+    /// How many blocks below `top` the owner granted with items and has
+    /// not taken back: only those can hold items for it. With none, an
+    /// empty owner block means an empty queue (for the owner), and `pop`
+    /// does not walk down through blocks that hold nothing.
+    granted: Cell<u64>,
     /// The block size, kept here to spare the fast path a load.
     margin: u32,
 }
@@ -224,6 +230,12 @@ impl<T> Worker<T> {
             if stolen != pack(next_round.wrapping_sub(1), margin) {
                 return false;
             }
+            // The block's previous-lap use leaves the owner's reach: if the
+            // owner left it granted with items, thieves have taken them all
+            // (checked above), and it no longer counts.
+            if index(target.owner.front.load_owned()) < index(target_back) {
+                self.granted.set(self.granted.get() - 1);
+            }
             // Reset by the owner (paper section 5.2). Relaxed: thieves
             // can reserve nothing here until the Release grant that follows
             // the owner's writes; a thief holding a word of the previous
@@ -265,6 +277,7 @@ impl<T> Worker<T> {
         block.owner.back.store(pack(round, back), Ordering::Relaxed);
         if front < back {
             debug_assert_eq!(back, self.margin, "only full blocks are granted");
+            self.granted.set(self.granted.get() + 1);
             // Grant. Release: pairs with the thieves' Acquire CAS on
             // `steal`; the entries written in this block become visible.
             block
@@ -296,31 +309,53 @@ impl<T> Worker<T> {
     fn pop_slow(&self) -> Option<T> {
         let ring = &*self.ring;
         let margin = self.margin;
-        while self.top.get() > self.low.get() {
+        // Walk down while some block below holds items granted to thieves
+        // that the owner may take back; blocks without are skipped over
+        // without touching the words thieves read.
+        while self.granted.get() > 0 {
+            debug_assert!(
+                self.top.get() > self.low.get(),
+                "granted blocks lie in this lap"
+            );
             let current_round = ring.locate(self.top.get()).1;
             let below = self.top.get() - 1;
             let (below_block, below_round) = ring.locate(below);
             let block = ring.block(below_block);
-            // Takeover. Relaxed: thieves that reserved entries below the old
-            // steal position never touch entries at or above it, and those
-            // were written by this thread; no data flows between us here.
-            // The swap is atomic, so the split is exact.
-            let old = block
-                .thief
-                .steal
-                .swap(pack(below_round, margin), Ordering::Relaxed);
-            // The block was left full when the owner moved up from it.
+            // Every block below the owner's was left upwards, full.
             debug_assert_eq!(index(block.owner.back.load_owned()), margin);
+            let front = if index(block.owner.front.load_owned()) < margin {
+                // The owner granted it with items and has not been back.
+                // Takeover. Relaxed: thieves that reserved entries below
+                // the old steal position never touch entries at or above
+                // it, and those were written by this thread; no data flows
+                // between us here. The swap is atomic, so the split is
+                // exact.
+                self.granted.set(self.granted.get() - 1);
+                let old = block
+                    .thief
+                    .steal
+                    .swap(pack(below_round, margin), Ordering::Relaxed);
+                index(old)
+            } else {
+                // Left without items: closed to thieves since its last
+                // takeover or reset, nothing to take back.
+                debug_assert_eq!(
+                    index(block.thief.steal.load(Ordering::Relaxed)),
+                    margin,
+                    "a block left without items is closed"
+                );
+                margin
+            };
             // The block being left is empty: nothing to grant.
             self.leave(current_round);
-            self.front.set(index(old));
+            self.front.set(front);
             self.back.set(margin);
             self.top.set(below);
             self.top_block.set(below_block);
             self.top_ptr.set(ring.block_ptr(below_block));
             self.top_slots.set(block.slots_ptr());
-            if index(old) < margin {
-                // The block was granted full: `old..margin` is ours again.
+            if front < margin {
+                // `front..margin` is ours again.
                 return self.pop();
             }
         }
@@ -411,6 +446,63 @@ impl<T> Worker<T> {
     /// `num_blocks * block_size`.
     pub fn capacity(&self) -> usize {
         self.ring.capacity()
+    }
+
+    /// The items in the owner's block: thieves cannot see them until the
+    /// block fills up or [`share`](Self::share) opens it. Two plain loads,
+    /// exact.
+    ///
+    /// A runtime uses it to decide cheaply whether it already holds enough
+    /// work to share, or whether a fresh item is worth queueing at all.
+    ///
+    /// ```
+    /// use bwos_queue::{lifo, Config};
+    ///
+    /// let (worker, _stealer) = lifo::new::<u32>(Config::new(4, 2)?);
+    /// worker.push(1).unwrap();
+    /// worker.push(2).unwrap();
+    /// assert_eq!(worker.private_len(), 2);
+    /// worker.push(3).unwrap(); // the first block was full and is granted
+    /// assert_eq!(worker.private_len(), 1);
+    /// assert!(worker.share());
+    /// assert_eq!(worker.private_len(), 0);
+    /// # Ok::<(), bwos_queue::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn private_len(&self) -> usize {
+        (self.back.get() - self.front.get()) as usize
+    }
+
+    /// Whether the block just below the owner's, the one it granted last
+    /// (by filling it or with [`share`](Self::share)), still holds items no
+    /// thief has reserved. One relaxed load of a word thieves write.
+    ///
+    /// A runtime that shares when other workers are hungry uses it to
+    /// share once per hunger rather than at every push: while its last
+    /// offer is still there, sharing more only fragments the queue.
+    ///
+    /// ```
+    /// use bwos_queue::{lifo, Config};
+    ///
+    /// let (worker, stealer) = lifo::new::<u32>(Config::new(4, 8)?);
+    /// worker.push(1).unwrap();
+    /// assert!(!worker.granted_pending());
+    /// assert!(worker.share());
+    /// assert!(worker.granted_pending());
+    /// assert_eq!(stealer.steal().success(), Some(1));
+    /// assert!(!worker.granted_pending());
+    /// # Ok::<(), bwos_queue::ConfigError>(())
+    /// ```
+    pub fn granted_pending(&self) -> bool {
+        let below = self.top.get() - 1;
+        if below < self.low.get() {
+            // The block below belongs to an earlier lap, or was never used.
+            return false;
+        }
+        let (block, block_round) = self.ring.locate(below);
+        // Relaxed: a hint; no item is read on its strength.
+        let steal = self.ring.block(block).thief.steal.load(Ordering::Relaxed);
+        round(steal) == block_round && index(steal) < self.margin
     }
 
     /// `true` when neither the owner nor a thief could take an item now.

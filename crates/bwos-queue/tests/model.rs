@@ -135,6 +135,8 @@ proptest! {
                     shared = true;
                     if worker.share() {
                         prop_assert!(stealer.estimated_len() > before, "share opened nothing");
+                        prop_assert_eq!(worker.private_len(), 0);
+                        prop_assert!(worker.granted_pending(), "the shared items are pending");
                     }
                 }
                 Op::Steal => check_steal(stealer.steal(), &mut model)?,
@@ -151,6 +153,10 @@ proptest! {
             }
             prop_assert_eq!(worker.is_empty(), model.is_empty());
             prop_assert!(stealer.estimated_len() <= model.len());
+            prop_assert!(worker.private_len() <= model.len().min(config.block_size()));
+            if worker.granted_pending() {
+                prop_assert!(stealer.estimated_len() > 0, "pending items are stealable");
+            }
         }
         while let Some(item) = worker.pop() {
             remove_from(&mut model, item)?;
@@ -210,5 +216,43 @@ fn check_steal(result: Steal<u32>, model: &mut Vec<u32>) -> Result<(), TestCaseE
         // Single-threaded, nobody can win a race against the thief.
         Steal::Retry => Err(TestCaseError::fail("Retry without contention")),
         Steal::Empty => Ok(()),
+    }
+}
+
+/// A runtime shares one item at a time whenever a worker is hungry, and the
+/// thief takes it: every cycle leaves a block partly unused for the round,
+/// so the owner keeps moving up. Round control must see those blocks drained
+/// and the queue must never report itself full.
+#[test]
+fn lifo_sharing_single_items_to_thieves_never_fills_up() {
+    let config = Config::new(4, 8).unwrap();
+    let (worker, stealer) = lifo::new::<u32>(config);
+    for item in 0..20 * config.capacity() as u32 {
+        assert_eq!(worker.push(item), Ok(()), "refused at item {item}");
+        assert!(worker.share());
+        assert!(worker.granted_pending());
+        assert_eq!(stealer.steal().success(), Some(item));
+        assert!(!worker.granted_pending());
+        assert_eq!(worker.pop(), None);
+        assert!(worker.is_empty());
+    }
+}
+
+/// The owner shares and takes everything back itself, cycle after cycle:
+/// it must find its items below and never report the queue full.
+#[test]
+fn lifo_sharing_and_taking_back_never_fills_up() {
+    let config = Config::new(4, 8).unwrap();
+    let (worker, stealer) = lifo::new::<u32>(config);
+    for cycle in 0..20 * config.capacity() as u32 {
+        let (first, second) = (2 * cycle, 2 * cycle + 1);
+        assert_eq!(worker.push(first), Ok(()), "refused in cycle {cycle}");
+        assert_eq!(worker.push(second), Ok(()), "refused in cycle {cycle}");
+        assert!(worker.share());
+        assert_eq!(worker.private_len(), 0);
+        assert_eq!(worker.pop(), Some(second));
+        assert_eq!(worker.pop(), Some(first));
+        assert_eq!(worker.pop(), None);
+        assert!(stealer.steal().is_empty());
     }
 }

@@ -6,10 +6,33 @@
 //! read-modify-write or fence, and the latch is only built (two plain
 //! stores), never read. Only if `b` was stolen does the worker look at the
 //! latch, running other work until the thief sets it.
+//!
+//! # Queue only what can be shared
+//! A job in the owner's block is private until the owner shares the block
+//! (see `worker`), and thieves take the oldest jobs first. So once the
+//! worker holds [`JOIN_SLACK`] private jobs and nobody is hungry, a deeper
+//! `join` would queue a job that no thief takes before the owner pops it
+//! again: it runs `a` and then `b` directly instead (lazy task creation).
+//! That costs two plain loads and the hunger word per join and makes
+//! fine-grained recursion nearly as cheap as serial code. When a worker is
+//! hungry, the next `join` shares the private jobs (the biggest pending
+//! work on the current path) and queues `b` again; the parallelism lost is
+//! what lies between the queued jobs and the current frame, which the
+//! owner works through itself while thieves take the queued jobs.
+
+use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
 
 use crate::job::{JobResult, StackJob};
 use crate::latch::WorkerLatch;
 use crate::worker::WorkerThread;
+
+/// The queued jobs a worker keeps in its own block before `join` stops
+/// queueing `b`. Beyond this depth a join runs its closures one after the
+/// other, as serial code would, until another worker becomes hungry; the
+/// jobs queued higher up on the current path are the oldest and biggest,
+/// which is what thieves should take anyway.
+pub(crate) const JOIN_SLACK: usize = 2;
 
 /// Runs `a` and `b`, potentially in parallel, and returns both results.
 ///
@@ -28,6 +51,7 @@ use crate::worker::WorkerThread;
 /// }
 /// assert_eq!(fib(20), 6765);
 /// ```
+#[inline]
 pub fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
 where
     A: FnOnce() -> RA + Send,
@@ -44,7 +68,10 @@ where
     join_in_worker(unsafe { &*worker }, a, b)
 }
 
-#[inline]
+// Always inlined: a recursive workload then calls itself through `join`
+// with its closures in registers instead of a generic call that copies
+// them through memory.
+#[inline(always)]
 fn join_in_worker<A, B, RA, RB>(worker: &WorkerThread, a: A, b: B) -> (RA, RB)
 where
     A: FnOnce() -> RA + Send,
@@ -52,9 +79,16 @@ where
     RA: Send,
     RB: Send,
 {
+    let private = worker.private_jobs();
+    // Hungry workers get the jobs queued so far: the oldest, and in
+    // fork/join the biggest. Otherwise, with enough jobs queued, `b` is not
+    // worth queueing.
+    if private > 0 && !(worker.anyone_idle() && worker.offer()) && private >= JOIN_SLACK {
+        return join_sequential(a, b);
+    }
     let job_b = StackJob::new(WorkerLatch::new(worker), b);
     let job_b_ref = job_b.as_job_ref();
-    if !worker.push(job_b_ref) {
+    if !worker.push_private(job_b_ref) {
         return join_unqueued(a, &job_b);
     }
     // If `a` panics, `b` must still run (and a thief running it must be
@@ -72,6 +106,42 @@ where
         // directly: nothing of this join is pending any more.
         Some(job) if job.is(job_b_ref) => (result_a, job_b.run_inline()),
         popped => (result_a, reclaim_b(worker, &job_b, popped).into_value()),
+    }
+}
+
+/// Runs `a`, then `b`, on this thread without queueing `b`: the worker
+/// already holds [`JOIN_SLACK`] queued jobs and nobody is hungry. If `a`
+/// panics, `b` still runs (its own panic is dropped) before `a`'s panic
+/// continues, as when `b` is queued.
+#[inline]
+fn join_sequential<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA,
+    B: FnOnce() -> RB,
+{
+    let guard = RunOnUnwind {
+        b: ManuallyDrop::new(b),
+        result: PhantomData,
+    };
+    let result_a = a();
+    let mut guard = ManuallyDrop::new(guard);
+    // SAFETY: `b` is taken exactly once: the guard is never dropped now.
+    let b = unsafe { ManuallyDrop::take(&mut guard.b) };
+    (result_a, b())
+}
+
+/// Runs `b` if dropped, that is if `a` unwinds in [`join_sequential`].
+struct RunOnUnwind<B: FnOnce() -> RB, RB> {
+    b: ManuallyDrop<B>,
+    result: PhantomData<fn() -> RB>,
+}
+
+impl<B: FnOnce() -> RB, RB> Drop for RunOnUnwind<B, RB> {
+    fn drop(&mut self) {
+        // SAFETY: `drop` runs at most once and nothing else takes `b`
+        // from a guard that is dropped.
+        let b = unsafe { ManuallyDrop::take(&mut self.b) };
+        drop(JobResult::of(b));
     }
 }
 

@@ -5,18 +5,24 @@
 //! # Sharing the owner's block
 //! In a BWoS LIFO queue thieves only reach blocks the owner has left; the
 //! block the owner works in is private, which is what makes its push and
-//! pop plain loads and stores. A fork/join queue stays shallow (one entry
-//! per pending `join` on the current path), so waiting for a block to fill
-//! would keep the oldest, biggest jobs away from idle workers. After each
-//! push the worker therefore reads one shared word (relaxed): if any worker
-//! is searching or sleeping, it shares its block (`lifo::Worker::share`)
-//! and, if nobody is searching, wakes a sleeper. While everybody is busy
-//! that word does not change and a push costs one extra load and branch.
+//! pop plain loads and stores. A fork/join queue stays shallow (a few
+//! entries on the current path), so waiting for a block to fill would keep
+//! the oldest, biggest jobs away from idle workers. At each `join` (and
+//! after each spawn) the worker therefore reads one shared word (relaxed):
+//! if any worker is searching or sleeping, it offers its private jobs
+//! ([`WorkerThread::offer`]: `lifo::Worker::share`, then, if nobody is
+//! searching, wake a sleeper). While everybody is busy that word does not
+//! change and the check costs one load and branch.
 //!
-//! A worker that became hungry after the owner's last push sees the owner's
-//! private jobs only once the owner pushes again or fills its block (every
-//! [`QUEUE_BLOCK_SIZE`] jobs). Fine-grained fork/join pushes all the time;
-//! a long serial stretch between two pushes delays sharing by that stretch.
+//! An offer is not repeated while the jobs offered last are still in the
+//! queue: a thief is on its way to them. Sharing again at every `join`
+//! until it arrives would leave one job per block, and each block costs
+//! the owner a takeover and cache misses on the words thieves read.
+//!
+//! A worker that became hungry after the owner's last `join` sees the
+//! owner's private jobs only at its next `join` or spawn. Fine-grained
+//! fork/join joins all the time; a long serial stretch between two joins
+//! delays sharing by that stretch.
 
 use std::cell::Cell;
 use std::ptr;
@@ -89,8 +95,47 @@ impl WorkerThread {
             return false;
         }
         if self.idle_hint.anyone_idle() {
-            self.share();
+            self.offer();
         }
+        true
+    }
+
+    /// Pushes `job` on the local queue without sharing it, even if other
+    /// workers are hungry: `join` decides itself when to share. `false` if
+    /// the queue is full (the caller keeps the job).
+    #[inline]
+    pub(crate) fn push_private(&self, job: JobRef) -> bool {
+        self.queue.push(job).is_ok()
+    }
+
+    /// Jobs in the worker's current block, which thieves cannot see until
+    /// it is shared.
+    #[inline]
+    pub(crate) fn private_jobs(&self) -> usize {
+        self.queue.private_len()
+    }
+
+    /// Whether any worker of the pool searches or sleeps (one relaxed load
+    /// of a word that changes only when workers start or stop idling).
+    #[inline]
+    pub(crate) fn anyone_idle(&self) -> bool {
+        self.idle_hint.anyone_idle()
+    }
+
+    /// Called when some worker is hungry: opens the worker's private jobs
+    /// to thieves and wakes a sleeper if nobody is searching. Returns
+    /// whether it shared.
+    ///
+    /// It does not share while the jobs it shared last are still there: a
+    /// thief is on its way to them (or asleep, and was woken), and sharing
+    /// at every push until it arrives would leave one job per block, each
+    /// costing a block move, a takeover and a fence.
+    #[cold]
+    pub(crate) fn offer(&self) -> bool {
+        if self.queue.granted_pending() || !self.queue.share() {
+            return false;
+        }
+        self.registry.notify_new_work();
         true
     }
 
@@ -99,13 +144,6 @@ impl WorkerThread {
     pub(crate) fn push_or_inject(&self, job: JobRef) {
         if !self.push(job) {
             self.registry.inject(job);
-        }
-    }
-
-    #[cold]
-    fn share(&self) {
-        if self.queue.share() {
-            self.registry.notify_new_work();
         }
     }
 

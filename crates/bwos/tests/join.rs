@@ -197,6 +197,44 @@ fn a_panic_in_either_closure_reaches_the_caller_after_both_ran() {
     assert_eq!(pool.install(|| fib(20)), fib_serial(20));
 }
 
+/// Below a couple of queued jobs a join runs its closures one after the
+/// other without queueing `b`; the panic rules must not change there.
+#[test]
+fn panics_in_nested_joins_still_run_every_other_closure() {
+    fn nest(depth: usize, panic_in_a: bool, ran_b: &AtomicUsize, ran_a: &AtomicUsize) {
+        if depth == 0 {
+            panic!("innermost");
+        }
+        bwos::join(
+            || {
+                ran_a.fetch_add(1, Ordering::Relaxed);
+                if panic_in_a {
+                    nest(depth - 1, panic_in_a, ran_b, ran_a);
+                }
+            },
+            || {
+                ran_b.fetch_add(1, Ordering::Relaxed);
+                if !panic_in_a {
+                    nest(depth - 1, panic_in_a, ran_b, ran_a);
+                }
+            },
+        );
+    }
+    for threads in [1, 2] {
+        let pool = pool(threads);
+        for panic_in_a in [true, false] {
+            let (ran_a, ran_b) = (AtomicUsize::new(0), AtomicUsize::new(0));
+            let payload = panic::catch_unwind(AssertUnwindSafe(|| {
+                pool.install(|| nest(8, panic_in_a, &ran_b, &ran_a))
+            }))
+            .expect_err("the panic must propagate");
+            assert_eq!(panic_message(&payload), "innermost");
+            assert_eq!(ran_a.load(Ordering::Relaxed), 8, "every a ran once");
+            assert_eq!(ran_b.load(Ordering::Relaxed), 8, "every b ran once");
+        }
+    }
+}
+
 #[test]
 fn panics_deep_in_a_recursion_reach_the_top() {
     fn fib_panicking(n: u64) -> u64 {
