@@ -32,7 +32,7 @@ use crate::worker::WorkerThread;
 /// other, as serial code would, until another worker becomes hungry; the
 /// jobs queued higher up on the current path are the oldest and biggest,
 /// which is what thieves should take anyway.
-pub(crate) const JOIN_SLACK: usize = 2;
+pub(crate) const JOIN_SLACK: usize = 1;
 
 /// Runs `a` and `b`, potentially in parallel, and returns both results.
 ///
