@@ -47,55 +47,35 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if !fib && workload != "tree" {
         return Err(format!("unknown workload {workload:?} (fib or tree)").into());
     }
-    let (value, median) = match runtime.as_str() {
-        "serial" => median_of(runs, &mut || {
-            if fib {
-                serial::fib(black_box(25), &mut ())
-            } else {
-                serial::tree_sum(black_box(&tree.values), 0, &mut ())
+    // One run of the workload on `$module`'s join, with context `$ctx`.
+    macro_rules! workload {
+        ($module:ident, $ctx:expr) => {
+            &mut || {
+                if fib {
+                    $module::fib(black_box(25), $ctx)
+                } else {
+                    $module::tree_sum(black_box(&tree.values), 0, $ctx)
+                }
             }
-        }),
-        "bwos" => {
-            let pool = bwos::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()?;
-            pool.install(|| {
-                median_of(runs, &mut || {
-                    if fib {
-                        with_bwos::fib(black_box(25), &mut ())
-                    } else {
-                        with_bwos::tree_sum(black_box(&tree.values), 0, &mut ())
-                    }
-                })
-            })
-        }
-        "rayon" => {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()?;
-            pool.install(|| {
-                median_of(runs, &mut || {
-                    if fib {
-                        with_rayon::fib(black_box(25), &mut ())
-                    } else {
-                        with_rayon::tree_sum(black_box(&tree.values), 0, &mut ())
-                    }
-                })
-            })
-        }
+        };
+    }
+    let (value, median) = match runtime.as_str() {
+        "serial" => median_of(runs, workload!(serial, &mut ())),
+        "bwos" => bwos::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()?
+            .install(|| median_of(runs, workload!(with_bwos, &mut ()))),
+        "rayon" => rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()?
+            .install(|| median_of(runs, workload!(with_rayon, &mut ()))),
         "chili" => {
             let pool = chili::ThreadPool::with_config(chili::Config {
                 thread_count: NonZero::new(threads),
                 ..chili::Config::default()
             });
             let mut scope = pool.scope();
-            median_of(runs, &mut || {
-                if fib {
-                    with_chili::fib(black_box(25), &mut scope)
-                } else {
-                    with_chili::tree_sum(black_box(&tree.values), 0, &mut scope)
-                }
-            })
+            median_of(runs, workload!(with_chili, &mut scope))
         }
         other => {
             return Err(format!("unknown runtime {other:?} (serial, bwos, rayon or chili)").into());
