@@ -9,6 +9,9 @@
 use std::time::Duration;
 
 use bwos::ThreadPoolBuilder;
+use common::fib;
+
+mod common;
 
 /// Total user + system CPU time, in clock ticks, of this process's threads
 /// whose name starts with `prefix`, and how many there are.
@@ -36,14 +39,6 @@ fn cpu_ticks_of_threads(prefix: &str) -> (u64, usize) {
         threads += 1;
     }
     (ticks, threads)
-}
-
-fn fib(n: u64) -> u64 {
-    if n < 2 {
-        return n;
-    }
-    let (a, b) = bwos::join(|| fib(n - 1), || fib(n - 2));
-    a + b
 }
 
 #[test]

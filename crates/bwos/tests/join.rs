@@ -7,29 +7,9 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bwos::ThreadPoolBuilder;
+use common::{fib, fib_serial, panic_message, pool};
 
-fn pool(threads: usize) -> bwos::ThreadPool {
-    ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .unwrap()
-}
-
-fn fib_serial(n: u64) -> u64 {
-    if n < 2 {
-        n
-    } else {
-        fib_serial(n - 1) + fib_serial(n - 2)
-    }
-}
-
-fn fib(n: u64) -> u64 {
-    if n < 2 {
-        return n;
-    }
-    let (a, b) = bwos::join(|| fib(n - 1), || fib(n - 2));
-    a + b
-}
+mod common;
 
 fn quicksort<T: Ord + Send>(values: &mut [T]) {
     if values.len() <= 16 {
@@ -150,14 +130,6 @@ fn deeper_than_the_queue_loses_nothing() {
         pool.install(|| chain(3000, &counter));
         assert_eq!(counter.into_inner(), 3000, "{threads} threads");
     }
-}
-
-fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> &str {
-    payload
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("<not a string>")
 }
 
 #[test]

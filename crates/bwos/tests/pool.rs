@@ -8,14 +8,9 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use bwos::{ThreadPoolBuildError, ThreadPoolBuilder};
+use common::fib;
 
-fn fib(n: u64) -> u64 {
-    if n < 2 {
-        return n;
-    }
-    let (a, b) = bwos::join(|| fib(n - 1), || fib(n - 2));
-    a + b
-}
+mod common;
 
 #[test]
 fn install_from_a_thread_of_another_pool() {

@@ -6,14 +6,9 @@
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use bwos::ThreadPoolBuilder;
+use common::{panic_message as message, pool};
 
-fn pool(threads: usize) -> bwos::ThreadPool {
-    ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .unwrap()
-}
+mod common;
 
 #[test]
 fn thousands_of_borrowing_spawns_each_run_once() {
@@ -84,14 +79,6 @@ fn nested_scopes_with_joins() {
         }
     });
     assert_eq!(total.into_inner(), 8 * 8 * 3);
-}
-
-fn message(payload: &Box<dyn std::any::Any + Send>) -> &str {
-    payload
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("<not a string>")
 }
 
 #[test]

@@ -1,0 +1,39 @@
+//! Helpers shared by the integration tests (each test file uses a subset).
+#![allow(dead_code)]
+
+use bwos::{ThreadPool, ThreadPoolBuilder};
+
+/// A pool of `threads` workers.
+pub fn pool(threads: usize) -> ThreadPool {
+    ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
+}
+
+/// Recursive Fibonacci through `bwos::join`.
+pub fn fib(n: u64) -> u64 {
+    if n < 2 {
+        return n;
+    }
+    let (a, b) = bwos::join(|| fib(n - 1), || fib(n - 2));
+    a + b
+}
+
+/// Recursive Fibonacci without the runtime, to check `fib` against.
+pub fn fib_serial(n: u64) -> u64 {
+    if n < 2 {
+        n
+    } else {
+        fib_serial(n - 1) + fib_serial(n - 2)
+    }
+}
+
+/// The message of a panic payload from `panic!` with a literal or a format.
+pub fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("<not a string>")
+}
