@@ -168,20 +168,43 @@ impl<F: FnOnce() + Send> HeapJob<F> {
     }
 }
 
-/// Aborts the process if dropped during unwinding: guards code that must
-/// not unwind because a frame other threads point into would vanish.
+/// Aborts the process if the bwos code it guards unwinds: that code keeps
+/// frames other threads point into (a scope, a worker's queue), and
+/// unwinding out of it would free them under their feet.
+///
+/// Create it before the guarded code and [`disarm`](Self::disarm) it after:
+/// only a drop that happens because the guarded code itself unwound aborts.
+/// It does not look at `std::thread::panicking()`: bwos catches every user
+/// panic before it runs pool work, but a guard that merely sees some other
+/// frame of the thread unwinding must not take that as a bug.
+///
+/// Only bwos's own bookkeeping runs under such a guard, never user code
+/// (user closures run under `catch_unwind`), so reaching the abort means a
+/// bug in bwos.
 pub(crate) struct AbortOnUnwind {
-    pub(crate) what: &'static str,
+    what: &'static str,
+}
+
+impl AbortOnUnwind {
+    /// Guards the code that follows, until [`disarm`](Self::disarm).
+    #[inline]
+    pub(crate) fn new(what: &'static str) -> Self {
+        AbortOnUnwind { what }
+    }
+
+    /// The guarded code finished without unwinding.
+    #[inline]
+    pub(crate) fn disarm(self) {
+        std::mem::forget(self);
+    }
 }
 
 impl Drop for AbortOnUnwind {
     fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!(
-                "bwos: {} panicked; aborting (this is a bug in bwos)",
-                self.what
-            );
-            std::process::abort();
-        }
+        eprintln!(
+            "bwos: {} panicked; aborting (this is a bug in bwos)",
+            self.what
+        );
+        std::process::abort();
     }
 }

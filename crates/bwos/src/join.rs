@@ -20,8 +20,8 @@
 //! what lies between the queued jobs and the current frame, which the
 //! owner works through itself while thieves take the queued jobs.
 
-use std::marker::PhantomData;
-use std::mem::ManuallyDrop;
+use std::any::Any;
+use std::panic::{self, AssertUnwindSafe};
 
 use crate::job::{JobResult, StackJob};
 use crate::latch::WorkerLatch;
@@ -37,9 +37,12 @@ pub(crate) const JOIN_SLACK: usize = 1;
 /// Runs `a` and `b`, potentially in parallel, and returns both results.
 ///
 /// `a` runs on the calling thread; `b` may be stolen by another worker of
-/// the pool. Called outside any pool, `join` runs in the global pool. If
-/// either closure panics the other still runs to completion, then the panic
-/// resumes in the caller (`a`'s if both panic).
+/// the pool. Called outside any pool, `join` runs in the global pool.
+///
+/// # Panics
+/// If either closure panics the other still runs to completion, then the
+/// panic resumes in the caller (`a`'s if both panic). Nothing runs while
+/// the panic unwinds: see "Panics" in the crate docs.
 ///
 /// ```
 /// fn fib(n: u64) -> u64 {
@@ -91,16 +94,13 @@ where
     if !worker.push_private(job_b_ref) {
         return join_unqueued(a, &job_b);
     }
-    // If `a` panics, `b` must still run (and a thief running it must be
-    // waited for) before this frame goes: the guard does that while the
-    // panic unwinds. On the normal path it costs nothing (no
-    // `catch_unwind` on the fast path).
-    let reclaim = ReclaimOnUnwind {
-        worker,
-        job_b: &job_b,
+    // A panic in `a` stops here: `b` must still run (and a thief running it
+    // must be waited for) before this frame goes, and that work runs only
+    // once the thread no longer unwinds (see "Panics" in the crate docs).
+    let result_a = match panic::catch_unwind(AssertUnwindSafe(a)) {
+        Ok(value) => value,
+        Err(payload) => finish_b_then_resume(worker, &job_b, payload),
     };
-    let result_a = a();
-    std::mem::forget(reclaim);
     match worker.take_local() {
         // The common case: nobody stole `b`. A panic in `b` propagates
         // directly: nothing of this join is pending any more.
@@ -119,30 +119,19 @@ where
     A: FnOnce() -> RA,
     B: FnOnce() -> RB,
 {
-    let guard = RunOnUnwind {
-        b: ManuallyDrop::new(b),
-        result: PhantomData,
-    };
-    let result_a = a();
-    let mut guard = ManuallyDrop::new(guard);
-    // SAFETY: `b` is taken exactly once: the guard is never dropped now.
-    let b = unsafe { ManuallyDrop::take(&mut guard.b) };
-    (result_a, b())
-}
-
-/// Runs `b` if dropped, that is if `a` unwinds in [`join_sequential`].
-struct RunOnUnwind<B: FnOnce() -> RB, RB> {
-    b: ManuallyDrop<B>,
-    result: PhantomData<fn() -> RB>,
-}
-
-impl<B: FnOnce() -> RB, RB> Drop for RunOnUnwind<B, RB> {
-    fn drop(&mut self) {
-        // SAFETY: `drop` runs at most once and nothing else takes `b`
-        // from a guard that is dropped.
-        let b = unsafe { ManuallyDrop::take(&mut self.b) };
-        drop(JobResult::of(b));
+    match panic::catch_unwind(AssertUnwindSafe(a)) {
+        Ok(result_a) => (result_a, b()),
+        Err(payload) => run_then_resume(b, payload),
     }
+}
+
+/// `a` panicked in [`join_sequential`]: runs `b`, drops its panic if any,
+/// and resumes `a`'s.
+#[cold]
+#[inline(never)]
+fn run_then_resume<B: FnOnce() -> RB, RB>(b: B, payload: Box<dyn Any + Send>) -> ! {
+    drop(JobResult::of(b));
+    panic::resume_unwind(payload)
 }
 
 /// The local queue was full: run both closures here, `b` even if `a`
@@ -158,6 +147,24 @@ where
     let result_a = JobResult::of(a);
     let result_b = JobResult::of(|| job_b.run_inline());
     (result_a.into_value(), result_b.into_value())
+}
+
+/// `a` panicked after `b` was queued: gets `b` done (here, or by its thief),
+/// drops `b`'s panic if any, and resumes `a`'s.
+#[cold]
+#[inline(never)]
+fn finish_b_then_resume<B, RB>(
+    worker: &WorkerThread,
+    job_b: &StackJob<WorkerLatch, B, RB>,
+    payload: Box<dyn Any + Send>,
+) -> !
+where
+    B: FnOnce() -> RB + Send,
+    RB: Send,
+{
+    let popped = worker.take_local();
+    drop(reclaim_b(worker, job_b, popped));
+    panic::resume_unwind(payload)
 }
 
 /// Gets `b`'s result when the first pop did not return `b`'s job: run the
@@ -190,26 +197,4 @@ where
     worker.wait_until(job_b.latch().core());
     // SAFETY: the latch is set: the thief ran `b` and is done with the job.
     unsafe { job_b.take_result() }
-}
-
-/// Finishes `b` if `a` unwinds; `b`'s own panic, if any, is dropped (the
-/// caller gets `a`'s).
-struct ReclaimOnUnwind<'a, B, RB>
-where
-    B: FnOnce() -> RB + Send,
-    RB: Send,
-{
-    worker: &'a WorkerThread,
-    job_b: &'a StackJob<WorkerLatch, B, RB>,
-}
-
-impl<B, RB> Drop for ReclaimOnUnwind<'_, B, RB>
-where
-    B: FnOnce() -> RB + Send,
-    RB: Send,
-{
-    fn drop(&mut self) {
-        let popped = self.worker.take_local();
-        drop(reclaim_b(self.worker, self.job_b, popped));
-    }
 }

@@ -28,6 +28,27 @@
 //! selection), `idle` (spin, yield, sleep), `join` and `scope` (front
 //! ends), `job` and `latch` (what the front ends hand to workers).
 //!
+//! # Panics
+//! A panic in user code never aborts the process: it reaches the caller
+//! of the `join`, `scope` or `install` it happened in, after all work of
+//! that call has finished (a [`spawn`]ed job's panic goes to the panic
+//! handler). The rule that makes this hold: **no pool work runs while a
+//! thread unwinds.** Where a closure panics while work of its call is
+//! still pending (`join`'s `b`, perhaps on a thief; a scope's spawned
+//! jobs), bwos catches the panic at that call, finishes the pending work
+//! from ordinary code, then resumes the panic. So jobs never run inside a
+//! destructor during unwinding, user code never observes
+//! `std::thread::panicking()` because of somebody else's panic, and
+//! mutex poisoning works as usual. Which panic wins: in `join`, `a`'s
+//! when both panic; in a scope, the first one recorded in time, the
+//! body's included (rayon-core's rules). bwos's own bookkeeping (a scope
+//! completion, the scheduler loop) runs under a guard that aborts only if
+//! that bwos code itself unwinds, which would be a bug in bwos: user code
+//! never runs under it.
+//!
+//! Code that runs while a thread unwinds (a destructor of the user's) may
+//! itself call `join` or `scope`; they behave as anywhere else.
+//!
 //! # Differences from rayon-core worth knowing
 //! * Child stealing, as in rayon: a worker that waits for a stolen job runs
 //!   other jobs meanwhile, on top of the waiting frame; see

@@ -202,9 +202,7 @@ impl WorkerThread {
         queue: lifo::Worker<JobRef>,
         started: Arc<Started>,
     ) {
-        let _guard = AbortOnUnwind {
-            what: "a worker thread's scheduler loop",
-        };
+        let guard = AbortOnUnwind::new("a worker thread's scheduler loop");
         let idle_hint = registry.sleep.hint();
         let worker = WorkerThread {
             idle_hint,
@@ -223,5 +221,6 @@ impl WorkerThread {
             "a terminated worker left jobs behind"
         );
         CURRENT.with(|current| current.set(ptr::null()));
+        guard.disarm();
     }
 }

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 
 use counter::NowaCounter;
 
-use crate::job::{AbortOnUnwind, HeapJob, JobResult};
+use crate::job::{AbortOnUnwind, HeapJob};
 use crate::latch::{Latch, WorkerLatch};
 use crate::pool::registry::Registry;
 use crate::worker::WorkerThread;
@@ -34,7 +34,7 @@ pub struct Scope<'scope> {
     counter: NowaCounter,
     /// Set by the last completion after the body ended; wakes the owner.
     latch: WorkerLatch,
-    /// The first panic of a spawned closure.
+    /// The first panic recorded: of the body or of a spawned closure.
     panic: AtomicPtr<Box<dyn Any + Send>>,
     /// Invariant in `'scope`, like the closures it holds.
     marker: PhantomData<SpawnedBody<'scope>>,
@@ -52,9 +52,14 @@ unsafe impl Send for Scope<'_> {}
 /// spawned into the scope (transitively) have finished.
 ///
 /// Spawned closures may borrow anything that outlives the scope. Called
-/// outside any pool, the scope runs in the global pool. If `op` or any
-/// spawned closure panics, the scope still waits for all of them, then
-/// resumes the panic (`op`'s first, else the first spawned one's).
+/// outside any pool, the scope runs in the global pool.
+///
+/// # Panics
+/// If `op` or any spawned closure panics, the scope still waits for all of
+/// them, then resumes the panic that was recorded first, in time: `op`'s
+/// panic is recorded when `op` unwinds, a spawned closure's when it
+/// unwinds. The other panics are dropped. This is rayon-core's rule, so
+/// porting does not change which panic a caller sees.
 ///
 /// ```
 /// let mut counts = vec![0u32; 4];
@@ -93,23 +98,29 @@ where
         panic: AtomicPtr::new(ptr::null_mut()),
         marker: PhantomData,
     };
-    let result = JobResult::of(|| op(&scope));
+    // A panic of the body is recorded like a spawned job's: the first one
+    // recorded is the one the caller gets (as in rayon-core).
+    let result = match panic::catch_unwind(AssertUnwindSafe(|| op(&scope))) {
+        Ok(value) => Some(value),
+        Err(payload) => {
+            scope.record_panic(payload);
+            None
+        }
+    };
     if !scope.counter.end_of_body() {
         worker.wait_until(scope.latch.core());
     }
     // Every job is done; nothing points to the scope any more.
     // Acquire: pairs with the Release CAS that stored the panic; the
     // counter's release sequence orders it before us anyway.
-    let spawned_panic = scope.panic.swap(ptr::null_mut(), Ordering::Acquire);
-    // SAFETY: a non-null pointer came from `Box::into_raw` in
-    // `record_panic` and was swapped out exactly once.
-    let spawned_panic = (!spawned_panic.is_null()).then(|| unsafe { Box::from_raw(spawned_panic) });
-    // The body's panic first; the spawned one is then dropped.
-    let value = result.into_value();
-    if let Some(payload) = spawned_panic {
+    let first_panic = scope.panic.swap(ptr::null_mut(), Ordering::Acquire);
+    if !first_panic.is_null() {
+        // SAFETY: a non-null pointer came from `Box::into_raw` in
+        // `record_panic` and was swapped out exactly once.
+        let payload = unsafe { Box::from_raw(first_panic) };
         panic::resume_unwind(*payload);
     }
-    value
+    result.expect("the body returned: it did not panic, and nothing else was recorded")
 }
 
 impl<'scope> Scope<'scope> {
@@ -159,14 +170,13 @@ impl<'scope> Scope<'scope> {
         if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| body(self))) {
             self.record_panic(payload);
         }
-        let _guard = AbortOnUnwind {
-            what: "completing a scope job",
-        };
+        let guard = AbortOnUnwind::new("completing a scope job");
         if self.counter.complete() {
             // SAFETY: the latch lives in the scope, which is alive until the
             // latch is set; `set` touches nothing of it afterwards.
             unsafe { Latch::set(&raw const self.latch) };
         }
+        guard.disarm();
     }
 
     fn record_panic(&self, payload: Box<dyn Any + Send>) {
