@@ -100,6 +100,12 @@ pub use pool::builder::{MAX_THREADS, NUM_THREADS_ENV, ThreadPoolBuildError, Thre
 #[cfg(not(loom))]
 pub use scope::{Scope, scope};
 
+/// The geometry of a worker's BWoS queue, for
+/// [`ThreadPoolBuilder::queue_config`]: `QueueConfig::new(num_blocks,
+/// block_size)` validates it and says what is wrong.
+#[cfg(not(loom))]
+pub use bwos_queue::Config as QueueConfig;
+
 /// Runs `func` on the current pool (the global pool outside pools),
 /// detached: nobody waits for it, so it must be `'static`. A panic goes to
 /// the pool's panic handler ([`ThreadPoolBuilder::panic_handler`]), or

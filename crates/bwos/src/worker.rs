@@ -48,8 +48,10 @@ pub(crate) const QUEUE_BLOCKS: usize = 32;
 /// workers make the owner share its block.
 pub(crate) const QUEUE_BLOCK_SIZE: usize = 32;
 
-/// The geometry of every worker's queue.
-pub(crate) fn queue_config() -> Config {
+/// The default geometry of a worker's queue
+/// ([`ThreadPoolBuilder::queue_config`](crate::ThreadPoolBuilder::queue_config)
+/// sets another).
+pub(crate) fn default_queue_config() -> Config {
     Config::new(QUEUE_BLOCKS, QUEUE_BLOCK_SIZE).expect("a valid constant geometry")
 }
 
@@ -66,6 +68,11 @@ pub(crate) struct WorkerThread {
     victims: Victims,
     /// Points into `registry`, which this worker keeps alive.
     idle_hint: IdleHint,
+    /// Without lazy queueing (`ThreadPoolBuilder::lazy_queueing(false)`)
+    /// `idle_hint` always reads "hungry", so that every `join` calls the
+    /// cold [`offer`](Self::offer), which queues `b` and consults this, the
+    /// pool's real hint. That keeps the option off the default fast path.
+    eager_join: Option<IdleHint>,
 }
 
 impl WorkerThread {
@@ -130,8 +137,23 @@ impl WorkerThread {
     /// thief is on its way to them (or asleep, and was woken), and sharing
     /// at every push until it arrives would leave one job per block, each
     /// costing a block move, a takeover and a fence.
+    ///
+    /// Without lazy queueing it always returns `true` (queue `b`), and
+    /// shares only if a worker really is hungry.
     #[cold]
     pub(crate) fn offer(&self) -> bool {
+        match self.eager_join {
+            None => self.share_with_hungry(),
+            Some(real_hint) => {
+                if real_hint.anyone_idle() {
+                    self.share_with_hungry();
+                }
+                true
+            }
+        }
+    }
+
+    fn share_with_hungry(&self) -> bool {
         if self.queue.granted_pending() || !self.queue.share() {
             return false;
         }
@@ -200,12 +222,19 @@ impl WorkerThread {
         registry: Arc<Registry>,
         index: usize,
         queue: lifo::Worker<JobRef>,
+        lazy_queueing: bool,
         started: Arc<Started>,
     ) {
         let guard = AbortOnUnwind::new("a worker thread's scheduler loop");
-        let idle_hint = registry.sleep.hint();
+        let real_hint = registry.sleep.hint();
+        let (idle_hint, eager_join) = if lazy_queueing {
+            (real_hint, None)
+        } else {
+            (IdleHint::always_hungry(), Some(real_hint))
+        };
         let worker = WorkerThread {
             idle_hint,
+            eager_join,
             queue,
             index,
             registry,

@@ -58,11 +58,27 @@ fn num_threads_from_the_environment() {
     ));
 
     // The global pool cannot report an error, so a bad value makes its
-    // creation panic with the message.
+    // creation panic with the message; the failure is kept, not retried.
     set_env("many");
-    let payload = std::panic::catch_unwind(bwos::current_num_threads).unwrap_err();
-    let message = payload
-        .downcast_ref::<String>()
-        .expect("a formatted message");
-    assert!(message.contains("BWOS_NUM_THREADS=\"many\""), "{message}");
+    let global_error = || {
+        let payload = std::panic::catch_unwind(bwos::current_num_threads).unwrap_err();
+        payload
+            .downcast_ref::<String>()
+            .expect("a formatted message")
+            .clone()
+    };
+    let first = global_error();
+    assert!(first.contains("BWOS_NUM_THREADS=\"many\""), "{first}");
+    assert!(first.contains("not retried"), "{first}");
+    // A valid value now does not help: the first failure is reported again.
+    set_env("2");
+    assert_eq!(global_error(), first);
+    let payload = std::panic::catch_unwind(|| bwos::join(|| 1, || 2)).unwrap_err();
+    assert_eq!(bwos_testkit::panic_message(&payload), first);
+    let error = ThreadPoolBuilder::new().build_global().unwrap_err();
+    assert!(
+        matches!(&error, ThreadPoolBuildError::GlobalPoolBuildFailed { reason } if reason.contains("\"many\"")),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("not retried"), "{error}");
 }

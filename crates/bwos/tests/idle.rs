@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use bwos::ThreadPoolBuilder;
+use bwos_testkit::watchdog;
 use common::fib;
 
 mod common;
@@ -43,25 +44,27 @@ fn cpu_ticks_of_threads(prefix: &str) -> (u64, usize) {
 
 #[test]
 fn an_idle_pool_uses_no_cpu_and_wakes_for_work() {
-    let pool = ThreadPoolBuilder::new()
-        .num_threads(4)
-        .thread_name(|i| format!("idle-probe-{i}"))
-        .build()
-        .unwrap();
-    for round in 0..3 {
-        // Work that involves every worker, then silence.
-        assert_eq!(pool.install(|| fib(27)), 196_418);
-        std::thread::sleep(Duration::from_millis(100));
-        let (before, threads) = cpu_ticks_of_threads("idle-probe-");
-        assert_eq!(threads, 4);
-        std::thread::sleep(Duration::from_secs(1));
-        let (after, _) = cpu_ticks_of_threads("idle-probe-");
-        // A clock tick is usually 10 ms: 4 spinning threads would add about
-        // 400 ticks over 1 s (200 on 2 cores); parked ones add none. Allow 5.
-        let used = after - before;
-        assert!(
-            used <= 5,
-            "round {round}: idle workers used {used} ticks in 1 s"
-        );
-    }
+    watchdog("an_idle_pool_uses_no_cpu_and_wakes_for_work", || {
+        let pool = ThreadPoolBuilder::new()
+            .num_threads(4)
+            .thread_name(|i| format!("idle-probe-{i}"))
+            .build()
+            .unwrap();
+        for round in 0..3 {
+            // Work that involves every worker, then silence.
+            assert_eq!(pool.install(|| fib(27)), 196_418);
+            std::thread::sleep(Duration::from_millis(100));
+            let (before, threads) = cpu_ticks_of_threads("idle-probe-");
+            assert_eq!(threads, 4);
+            std::thread::sleep(Duration::from_secs(1));
+            let (after, _) = cpu_ticks_of_threads("idle-probe-");
+            // A clock tick is usually 10 ms: 4 spinning threads would add about
+            // 400 ticks over 1 s (200 on 2 cores); parked ones add none. Allow 5.
+            let used = after - before;
+            assert!(
+                used <= 5,
+                "round {round}: idle workers used {used} ticks in 1 s"
+            );
+        }
+    });
 }

@@ -7,7 +7,8 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bwos::ThreadPoolBuilder;
-use common::{fib, fib_serial, panic_message, pool};
+use bwos_testkit::{panic_message, watchdog};
+use common::{fib, fib_serial, pool};
 
 mod common;
 
@@ -50,65 +51,87 @@ fn random_values(count: usize, mut seed: u64) -> Vec<u64> {
 
 #[test]
 fn fib_matches_serial_on_1_2_and_8_threads() {
-    let expected = fib_serial(24);
-    for threads in [1, 2, 8] {
-        let pool = pool(threads);
-        for _ in 0..5 {
-            assert_eq!(pool.install(|| fib(24)), expected, "{threads} threads");
+    watchdog("fib_matches_serial_on_1_2_and_8_threads", || {
+        let expected = fib_serial(24);
+        for threads in [1, 2, 8] {
+            let pool = pool(threads);
+            for _ in 0..5 {
+                assert_eq!(pool.install(|| fib(24)), expected, "{threads} threads");
+            }
         }
-    }
+    });
 }
 
 #[test]
 fn quicksort_matches_serial_sort_on_1_2_and_8_threads() {
-    for threads in [1, 2, 8] {
-        let pool = pool(threads);
-        for seed in 1..4 {
-            let mut values = random_values(200_000, seed);
-            let mut expected = values.clone();
-            expected.sort();
-            pool.install(|| quicksort(&mut values));
-            assert_eq!(values, expected, "{threads} threads, seed {seed}");
+    watchdog("quicksort_matches_serial_sort_on_1_2_and_8_threads", || {
+        for threads in [1, 2, 8] {
+            let pool = pool(threads);
+            for seed in 1..4 {
+                let mut values = random_values(200_000, seed);
+                let mut expected = values.clone();
+                expected.sort();
+                pool.install(|| quicksort(&mut values));
+                assert_eq!(values, expected, "{threads} threads, seed {seed}");
+            }
         }
-    }
+    });
 }
 
 #[test]
 fn join_outside_any_pool_uses_the_global_pool() {
-    assert_eq!(fib(20), fib_serial(20));
-    assert!(bwos::current_thread_index().is_none());
-    let (index_a, _) = bwos::join(bwos::current_thread_index, || ());
-    assert!(index_a.is_some(), "a ran on a worker");
+    watchdog("join_outside_any_pool_uses_the_global_pool", || {
+        assert_eq!(fib(20), fib_serial(20));
+        assert!(bwos::current_thread_index().is_none());
+        let (index_a, _) = bwos::join(bwos::current_thread_index, || ());
+        assert!(index_a.is_some(), "a ran on a worker");
+    });
 }
 
 #[test]
 fn join_inside_scope_inside_join() {
-    let pool = pool(4);
-    let total = AtomicUsize::new(0);
-    pool.install(|| {
-        bwos::join(
-            || {
-                bwos::scope(|s| {
-                    for i in 0..50 {
-                        let total = &total;
-                        s.spawn(move |_| {
-                            let (a, b) = bwos::join(|| fib(10) as usize, || i);
-                            total.fetch_add(a + b, Ordering::Relaxed);
-                        });
-                    }
-                })
-            },
-            || total.fetch_add(1_000_000, Ordering::Relaxed),
-        )
+    watchdog("join_inside_scope_inside_join", || {
+        let pool = pool(4);
+        let total = AtomicUsize::new(0);
+        pool.install(|| {
+            bwos::join(
+                || {
+                    bwos::scope(|s| {
+                        for i in 0..50 {
+                            let total = &total;
+                            s.spawn(move |_| {
+                                let (a, b) = bwos::join(|| fib(10) as usize, || i);
+                                total.fetch_add(a + b, Ordering::Relaxed);
+                            });
+                        }
+                    })
+                },
+                || total.fetch_add(1_000_000, Ordering::Relaxed),
+            )
+        });
+        let expected = 1_000_000 + 50 * fib_serial(10) as usize + (0..50).sum::<usize>();
+        assert_eq!(total.into_inner(), expected);
     });
-    let expected = 1_000_000 + 50 * fib_serial(10) as usize + (0..50).sum::<usize>();
-    assert_eq!(total.into_inner(), expected);
 }
 
-/// A join chain far deeper than a worker's queue (512 entries) holds: the
-/// pushes that find the queue full run both closures inline.
+/// Tiny queues (two blocks of one job) without lazy queueing, so that
+/// every `join` queues `b` and a chain of joins fills the queue after two:
+/// the rest must run both closures inline (`join_unqueued`), also when `a`
+/// panics there.
+fn pool_with_a_full_queue(threads: usize) -> bwos::ThreadPool {
+    ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .queue_config(bwos::QueueConfig::new(2, 1).unwrap())
+        .lazy_queueing(false)
+        .stack_size(64 << 20)
+        .build()
+        .unwrap()
+}
+
+/// A join chain far deeper than a worker's queue: the joins that find the
+/// queue full run both closures inline, and every `b` runs once.
 #[test]
-fn deeper_than_the_queue_loses_nothing() {
+fn a_join_chain_deeper_than_the_queue_loses_nothing() {
     fn chain(depth: usize, counter: &AtomicUsize) {
         if depth == 0 {
             return;
@@ -120,114 +143,188 @@ fn deeper_than_the_queue_loses_nothing() {
             },
         );
     }
-    for threads in [1, 2] {
-        let pool = ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .stack_size(256 << 20)
-            .build()
-            .unwrap();
-        let counter = AtomicUsize::new(0);
-        pool.install(|| chain(3000, &counter));
-        assert_eq!(counter.into_inner(), 3000, "{threads} threads");
+    watchdog("a_join_chain_deeper_than_the_queue_loses_nothing", || {
+        for threads in [1, 2] {
+            let pool = pool_with_a_full_queue(threads);
+            let counter = AtomicUsize::new(0);
+            pool.install(|| chain(3000, &counter));
+            assert_eq!(counter.into_inner(), 3000, "{threads} threads");
+            // Also with the default geometry and lazy queueing off.
+            let pool = ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .lazy_queueing(false)
+                .stack_size(64 << 20)
+                .build()
+                .unwrap();
+            let counter = AtomicUsize::new(0);
+            pool.install(|| chain(3000, &counter));
+            assert_eq!(counter.into_inner(), 3000, "{threads} threads, 32x32");
+        }
+    });
+}
+
+/// In the full-queue path a panic in `a` still lets `b` run once, and the
+/// panic reaches the caller.
+#[test]
+fn a_panic_with_a_full_queue_still_runs_b() {
+    fn chain(depth: usize, counter: &AtomicUsize) {
+        if depth == 0 {
+            panic!("bottom");
+        }
+        bwos::join(
+            || chain(depth - 1, counter),
+            || {
+                counter.fetch_add(1, Ordering::Relaxed);
+            },
+        );
     }
+    watchdog("a_panic_with_a_full_queue_still_runs_b", || {
+        for threads in [1, 2] {
+            let pool = pool_with_a_full_queue(threads);
+            let counter = AtomicUsize::new(0);
+            let payload =
+                panic::catch_unwind(AssertUnwindSafe(|| pool.install(|| chain(50, &counter))))
+                    .expect_err("the panic reaches the caller");
+            assert_eq!(panic_message(&payload), "bottom");
+            assert_eq!(counter.into_inner(), 50, "{threads} threads");
+            assert_eq!(pool.install(|| fib(12)), fib_serial(12));
+        }
+    });
+}
+
+/// Without lazy queueing the results are the same (every `b` is queued).
+#[test]
+fn fib_and_quicksort_without_lazy_queueing() {
+    watchdog("fib_and_quicksort_without_lazy_queueing", || {
+        for threads in [1, 2, 4] {
+            let pool = ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .lazy_queueing(false)
+                .build()
+                .unwrap();
+            assert_eq!(
+                pool.install(|| fib(22)),
+                fib_serial(22),
+                "{threads} threads"
+            );
+            let mut values = random_values(50_000, 7);
+            let mut expected = values.clone();
+            expected.sort();
+            pool.install(|| quicksort(&mut values));
+            assert_eq!(values, expected, "{threads} threads");
+        }
+    });
 }
 
 #[test]
 fn a_panic_in_either_closure_reaches_the_caller_after_both_ran() {
-    let pool = pool(2);
-    for (panic_a, panic_b) in [(true, false), (false, true), (true, true)] {
-        let ran = [AtomicUsize::new(0), AtomicUsize::new(0)];
-        let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
-            pool.install(|| {
-                bwos::join(
-                    || {
-                        ran[0].fetch_add(1, Ordering::Relaxed);
-                        if panic_a {
-                            panic!("a");
-                        }
-                        fib(15)
-                    },
-                    || {
-                        // Long enough to be stolen sometimes.
-                        let value = fib(15);
-                        ran[1].fetch_add(1, Ordering::Relaxed);
-                        if panic_b {
-                            panic!("b");
-                        }
-                        value
-                    },
-                )
-            })
-        }));
-        let payload = outcome.expect_err("the panic must propagate");
-        let expected = if panic_a { "a" } else { "b" };
-        assert_eq!(panic_message(&payload), expected);
-        assert_eq!(ran[0].load(Ordering::Relaxed), 1, "a ran once");
-        assert_eq!(ran[1].load(Ordering::Relaxed), 1, "b ran once");
-    }
-    // The pool still works.
-    assert_eq!(pool.install(|| fib(20)), fib_serial(20));
+    watchdog(
+        "a_panic_in_either_closure_reaches_the_caller_after_both_ran",
+        || {
+            let pool = pool(2);
+            for (panic_a, panic_b) in [(true, false), (false, true), (true, true)] {
+                let ran = [AtomicUsize::new(0), AtomicUsize::new(0)];
+                let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
+                    pool.install(|| {
+                        bwos::join(
+                            || {
+                                ran[0].fetch_add(1, Ordering::Relaxed);
+                                if panic_a {
+                                    panic!("a");
+                                }
+                                fib(15)
+                            },
+                            || {
+                                // Long enough to be stolen sometimes.
+                                let value = fib(15);
+                                ran[1].fetch_add(1, Ordering::Relaxed);
+                                if panic_b {
+                                    panic!("b");
+                                }
+                                value
+                            },
+                        )
+                    })
+                }));
+                let payload = outcome.expect_err("the panic must propagate");
+                let expected = if panic_a { "a" } else { "b" };
+                assert_eq!(panic_message(&payload), expected);
+                assert_eq!(ran[0].load(Ordering::Relaxed), 1, "a ran once");
+                assert_eq!(ran[1].load(Ordering::Relaxed), 1, "b ran once");
+            }
+            // The pool still works.
+            assert_eq!(pool.install(|| fib(20)), fib_serial(20));
+        },
+    );
 }
 
 /// Below a couple of queued jobs a join runs its closures one after the
 /// other without queueing `b`; the panic rules must not change there.
 #[test]
 fn panics_in_nested_joins_still_run_every_other_closure() {
-    fn nest(depth: usize, panic_in_a: bool, ran_b: &AtomicUsize, ran_a: &AtomicUsize) {
-        if depth == 0 {
-            panic!("innermost");
-        }
-        bwos::join(
-            || {
-                ran_a.fetch_add(1, Ordering::Relaxed);
-                if panic_in_a {
-                    nest(depth - 1, panic_in_a, ran_b, ran_a);
+    watchdog(
+        "panics_in_nested_joins_still_run_every_other_closure",
+        || {
+            fn nest(depth: usize, panic_in_a: bool, ran_b: &AtomicUsize, ran_a: &AtomicUsize) {
+                if depth == 0 {
+                    panic!("innermost");
                 }
-            },
-            || {
-                ran_b.fetch_add(1, Ordering::Relaxed);
-                if !panic_in_a {
-                    nest(depth - 1, panic_in_a, ran_b, ran_a);
+                bwos::join(
+                    || {
+                        ran_a.fetch_add(1, Ordering::Relaxed);
+                        if panic_in_a {
+                            nest(depth - 1, panic_in_a, ran_b, ran_a);
+                        }
+                    },
+                    || {
+                        ran_b.fetch_add(1, Ordering::Relaxed);
+                        if !panic_in_a {
+                            nest(depth - 1, panic_in_a, ran_b, ran_a);
+                        }
+                    },
+                );
+            }
+            for threads in [1, 2] {
+                let pool = pool(threads);
+                for panic_in_a in [true, false] {
+                    let (ran_a, ran_b) = (AtomicUsize::new(0), AtomicUsize::new(0));
+                    let payload = panic::catch_unwind(AssertUnwindSafe(|| {
+                        pool.install(|| nest(8, panic_in_a, &ran_b, &ran_a))
+                    }))
+                    .expect_err("the panic must propagate");
+                    assert_eq!(panic_message(&payload), "innermost");
+                    assert_eq!(ran_a.load(Ordering::Relaxed), 8, "every a ran once");
+                    assert_eq!(ran_b.load(Ordering::Relaxed), 8, "every b ran once");
                 }
-            },
-        );
-    }
-    for threads in [1, 2] {
-        let pool = pool(threads);
-        for panic_in_a in [true, false] {
-            let (ran_a, ran_b) = (AtomicUsize::new(0), AtomicUsize::new(0));
-            let payload = panic::catch_unwind(AssertUnwindSafe(|| {
-                pool.install(|| nest(8, panic_in_a, &ran_b, &ran_a))
-            }))
-            .expect_err("the panic must propagate");
-            assert_eq!(panic_message(&payload), "innermost");
-            assert_eq!(ran_a.load(Ordering::Relaxed), 8, "every a ran once");
-            assert_eq!(ran_b.load(Ordering::Relaxed), 8, "every b ran once");
-        }
-    }
+            }
+        },
+    );
 }
 
 #[test]
 fn panics_deep_in_a_recursion_reach_the_top() {
-    fn fib_panicking(n: u64) -> u64 {
-        if n == 3 {
-            panic!("deep");
+    watchdog("panics_deep_in_a_recursion_reach_the_top", || {
+        fn fib_panicking(n: u64) -> u64 {
+            if n == 3 {
+                panic!("deep");
+            }
+            if n < 2 {
+                return n;
+            }
+            let (a, b) = bwos::join(|| fib_panicking(n - 1), || fib_panicking(n - 2));
+            a + b
         }
-        if n < 2 {
-            return n;
+        for threads in [1, 2, 8] {
+            let pool = pool(threads);
+            let payload =
+                panic::catch_unwind(AssertUnwindSafe(|| pool.install(|| fib_panicking(18))))
+                    .expect_err("the panic must propagate");
+            assert_eq!(panic_message(&payload), "deep");
+            assert_eq!(
+                pool.install(|| fib(18)),
+                fib_serial(18),
+                "{threads} threads"
+            );
         }
-        let (a, b) = bwos::join(|| fib_panicking(n - 1), || fib_panicking(n - 2));
-        a + b
-    }
-    for threads in [1, 2, 8] {
-        let pool = pool(threads);
-        let payload = panic::catch_unwind(AssertUnwindSafe(|| pool.install(|| fib_panicking(18))))
-            .expect_err("the panic must propagate");
-        assert_eq!(panic_message(&payload), "deep");
-        assert_eq!(
-            pool.install(|| fib(18)),
-            fib_serial(18),
-            "{threads} threads"
-        );
-    }
+    });
 }

@@ -39,6 +39,16 @@ const ASLEEP: u8 = 1;
 pub(crate) struct IdleHint(*const AtomicU64);
 
 impl IdleHint {
+    /// A hint that always says some worker is hungry: pools without lazy
+    /// queueing give it to their workers, so every `join` takes the cold
+    /// path that queues `b`.
+    #[cfg(not(loom))]
+    pub(crate) fn always_hungry() -> IdleHint {
+        /// Never written: one searcher, forever.
+        static ALWAYS_HUNGRY: AtomicU64 = AtomicU64::new(SEARCHER);
+        IdleHint(&ALWAYS_HUNGRY)
+    }
+
     /// Whether any worker searches or sleeps: the push fast path's one
     /// extra load.
     ///

@@ -6,11 +6,11 @@ use std::io;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 
-use bwos_queue::lifo;
+use bwos_queue::{Config, lifo};
 
 use super::ThreadPool;
 use super::registry::{PanicHandler, Registry};
-use crate::worker::{WorkerThread, queue_config};
+use crate::worker::{WorkerThread, default_queue_config};
 
 /// The environment variable that sets the default number of threads.
 pub const NUM_THREADS_ENV: &str = "BWOS_NUM_THREADS";
@@ -35,6 +35,8 @@ pub struct ThreadPoolBuilder {
     thread_name: Option<Box<dyn FnMut(usize) -> String>>,
     stack_size: Option<usize>,
     panic_handler: Option<Box<PanicHandler>>,
+    queue_config: Option<Config>,
+    eager_join: bool,
 }
 
 impl ThreadPoolBuilder {
@@ -82,6 +84,40 @@ impl ThreadPoolBuilder {
         self
     }
 
+    /// The geometry of each worker's BWoS job queue. The default, 32 blocks
+    /// of 32 jobs, suits fork/join: a worker's queue holds one job per
+    /// pending `join` on its current path and per queued scope spawn. When
+    /// a worker's queue is full, `join` runs both closures itself and
+    /// spawned jobs go to the pool's shared injector queue: nothing is
+    /// lost, only less work is stealable. Tiny geometries are useful in
+    /// tests, to make that full-queue path run.
+    ///
+    /// ```
+    /// let pool = bwos::ThreadPoolBuilder::new()
+    ///     .num_threads(2)
+    ///     .queue_config(bwos::QueueConfig::new(2, 1)?) // room for two jobs
+    ///     .build()?;
+    /// assert_eq!(pool.install(|| bwos::join(|| 1, || 2)), (1, 2));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn queue_config(mut self, config: Config) -> Self {
+        self.queue_config = Some(config);
+        self
+    }
+
+    /// Whether `join` queues `b` lazily (the default, `true`): once a
+    /// worker holds a private job and no other worker is hungry, a deeper
+    /// `join` runs `a` and then `b` directly instead of queueing `b` for
+    /// thieves that are not looking (see `join`'s docs; on the fork/join
+    /// benchmarks this makes fine-grained joins several times cheaper).
+    /// With `false` every `join` queues `b`, as rayon does: very
+    /// unbalanced recursions expose more parallelism, at a higher cost per
+    /// join.
+    pub fn lazy_queueing(mut self, lazy: bool) -> Self {
+        self.eager_join = !lazy;
+        self
+    }
+
     /// The number of threads the pool will have, or why the configuration
     /// is invalid.
     pub fn resolved_num_threads(&self) -> Result<usize, ThreadPoolBuildError> {
@@ -112,8 +148,10 @@ impl ThreadPoolBuilder {
     pub fn build(self) -> Result<ThreadPool, ThreadPoolBuildError> {
         let num_threads = self.resolved_num_threads()?;
         let mut name = self.thread_name;
-        let (queues, stealers): (Vec<_>, Vec<_>) =
-            (0..num_threads).map(|_| lifo::new(queue_config())).unzip();
+        let (queues, stealers): (Vec<_>, Vec<_>) = (0..num_threads)
+            .map(|_| lifo::new(self.queue_config.unwrap_or_else(default_queue_config)))
+            .unzip();
+        let lazy_queueing = !self.eager_join;
         let registry = Arc::new(Registry::new(stealers, self.panic_handler));
         let started = Arc::new(Started::default());
         let mut handles = Vec::with_capacity(num_threads);
@@ -127,9 +165,9 @@ impl ThreadPoolBuilder {
             }
             let worker_registry = Arc::clone(&registry);
             let worker_started = Arc::clone(&started);
-            match thread
-                .spawn(move || WorkerThread::main(worker_registry, index, queue, worker_started))
-            {
+            match thread.spawn(move || {
+                WorkerThread::main(worker_registry, index, queue, lazy_queueing, worker_started)
+            }) {
                 Ok(handle) => handles.push(handle),
                 Err(error) => {
                     // Stop and join the workers started so far.
@@ -146,8 +184,13 @@ impl ThreadPoolBuilder {
     }
 
     /// Builds the global pool used by the free functions outside any pool.
-    /// Fails if it exists already (the free functions create it on first
-    /// use).
+    ///
+    /// # Errors
+    /// [`ThreadPoolBuildError::GlobalPoolAlreadyInitialized`] if it exists
+    /// already (the free functions create it on first use),
+    /// [`ThreadPoolBuildError::GlobalPoolBuildFailed`] if that first-use
+    /// build failed (it is not retried), or the error of this build, in
+    /// which case nothing is stored and the call may be repeated.
     pub fn build_global(self) -> Result<(), ThreadPoolBuildError> {
         super::global::set(self)
     }
@@ -196,6 +239,8 @@ impl fmt::Debug for ThreadPoolBuilder {
             .field("thread_name", &self.thread_name.is_some())
             .field("stack_size", &self.stack_size)
             .field("panic_handler", &self.panic_handler.is_some())
+            .field("queue_config", &self.queue_config)
+            .field("lazy_queueing", &!self.eager_join)
             .finish()
     }
 }
@@ -216,6 +261,12 @@ pub enum ThreadPoolBuildError {
     },
     /// The global pool exists already.
     GlobalPoolAlreadyInitialized,
+    /// Building the global pool on first use failed earlier; the failure is
+    /// kept and the build not retried.
+    GlobalPoolBuildFailed {
+        /// The message of the original build error.
+        reason: String,
+    },
     /// The operating system refused to start a thread.
     Spawn(io::Error),
 }
@@ -235,6 +286,12 @@ impl fmt::Display for ThreadPoolBuildError {
             ThreadPoolBuildError::GlobalPoolAlreadyInitialized => f.write_str(
                 "the global thread pool exists already (build_global must come before \
                  the first use of the free functions)",
+            ),
+            ThreadPoolBuildError::GlobalPoolBuildFailed { reason } => write!(
+                f,
+                "the global thread pool failed to build on first use ({reason}); the \
+                 failure is kept and the build is not retried: fix the cause and restart, \
+                 or call build_global before the first use of the free functions"
             ),
             ThreadPoolBuildError::Spawn(error) => {
                 write!(f, "could not start a worker thread: {error}")

@@ -1,4 +1,13 @@
 //! The global pool the free functions use outside any pool.
+//!
+//! It is built on first use with the default configuration, or earlier by
+//! [`ThreadPoolBuilder::build_global`]. If the build on first use fails (a
+//! bad `BWOS_NUM_THREADS`, the system refusing threads), the failure is
+//! kept: the free functions have no error channel, so that call and every
+//! later one panic with the error's message, and the build is never tried
+//! again (a loop of failing thread spawns helps nobody). `build_global`
+//! after such a failure returns
+//! [`ThreadPoolBuildError::GlobalPoolBuildFailed`] with the same message.
 
 use std::sync::{Arc, OnceLock};
 
@@ -6,34 +15,44 @@ use super::ThreadPool;
 use super::builder::{ThreadPoolBuildError, ThreadPoolBuilder};
 use super::registry::Registry;
 
-static GLOBAL: OnceLock<ThreadPool> = OnceLock::new();
+static GLOBAL: OnceLock<Result<ThreadPool, ThreadPoolBuildError>> = OnceLock::new();
 
 /// The global pool's registry, created with the default configuration on
 /// first use.
 ///
 /// # Panics
-/// If the default configuration is invalid (`BWOS_NUM_THREADS` is not a
-/// number) or threads cannot be started: the free functions have no error
-/// channel. Call [`ThreadPoolBuilder::build_global`] first to handle these
-/// errors.
+/// If the global pool could not be built (now or on an earlier call), with
+/// the build error's message.
 pub(crate) fn registry() -> &'static Arc<Registry> {
-    &GLOBAL
-        .get_or_init(|| {
-            ThreadPoolBuilder::new().build().unwrap_or_else(|error| {
-                panic!("bwos: cannot create the global thread pool: {error}")
-            })
-        })
-        .registry
+    match GLOBAL.get_or_init(|| ThreadPoolBuilder::new().build()) {
+        Ok(pool) => &pool.registry,
+        Err(error) => panic!(
+            "bwos: the global thread pool could not be built: {error} \
+             (the build is not retried; call ThreadPoolBuilder::build_global \
+             before the first use of the free functions to handle this error)"
+        ),
+    }
 }
 
 pub(crate) fn set(builder: ThreadPoolBuilder) -> Result<(), ThreadPoolBuildError> {
-    if GLOBAL.get().is_some() {
-        return Err(ThreadPoolBuildError::GlobalPoolAlreadyInitialized);
+    if let Some(existing) = GLOBAL.get() {
+        return Err(already_there(existing));
     }
+    // A failure here is the caller's to handle: nothing is stored, so the
+    // caller may try another configuration.
     let pool = builder.build()?;
     // Lost a race with another initialisation: the new pool is dropped
     // (its threads are stopped and joined).
     GLOBAL
-        .set(pool)
-        .map_err(|_| ThreadPoolBuildError::GlobalPoolAlreadyInitialized)
+        .set(Ok(pool))
+        .map_err(|_| already_there(GLOBAL.get().expect("set by the winner of the race")))
+}
+
+fn already_there(existing: &Result<ThreadPool, ThreadPoolBuildError>) -> ThreadPoolBuildError {
+    match existing {
+        Ok(_) => ThreadPoolBuildError::GlobalPoolAlreadyInitialized,
+        Err(error) => ThreadPoolBuildError::GlobalPoolBuildFailed {
+            reason: error.to_string(),
+        },
+    }
 }

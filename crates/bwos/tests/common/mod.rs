@@ -28,12 +28,3 @@ pub fn fib_serial(n: u64) -> u64 {
         fib_serial(n - 1) + fib_serial(n - 2)
     }
 }
-
-/// The message of a panic payload from `panic!` with a literal or a format.
-pub fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> &str {
-    payload
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("<not a string>")
-}
