@@ -146,6 +146,31 @@ pub fn new<T>(config: Config) -> (Worker<T>, Stealer<T>) {
 ///
 /// There is one worker per queue; it is [`Send`] but not [`Sync`], so only
 /// one thread at a time can use it.
+///
+/// The auto traits are part of the contract: `Worker<T>` is `Send` (for
+/// `T: Send`) and `Stealer<T>` is `Send + Sync`,
+///
+/// ```
+/// fn send<T: Send>() {}
+/// fn sync<T: Sync>() {}
+/// send::<bwos_queue::fifo::Worker<u32>>();
+/// send::<bwos_queue::fifo::Stealer<u32>>();
+/// sync::<bwos_queue::fifo::Stealer<u32>>();
+/// ```
+///
+/// but a `Worker` is never `Sync` (two threads could push at once),
+///
+/// ```compile_fail
+/// fn sync<T: Sync>() {}
+/// sync::<bwos_queue::fifo::Worker<u32>>();
+/// ```
+///
+/// and items that must stay on their thread cannot be stolen:
+///
+/// ```compile_fail
+/// fn send<T: Send>() {}
+/// send::<bwos_queue::fifo::Stealer<std::rc::Rc<u32>>>();
+/// ```
 pub struct Worker<T> {
     ring: Arc<Ring<T, Fifo>>,
     /// The virtual block the producer writes to.

@@ -52,6 +52,11 @@ macro_rules! stress_tests {
             use bwos_queue::$variant;
 
             fn run(config: Config) {
+                let test = format!("{}::stress {config:?}", stringify!($variant));
+                bwos_testkit::watchdog(&test, || run_unwatched(config));
+            }
+
+            fn run_unwatched(config: Config) {
                 let n = items();
                 let (worker, stealer) = $variant::new::<u32>(config);
                 let done = Arc::new(AtomicBool::new(false));
@@ -131,6 +136,14 @@ macro_rules! stress_tests {
                 );
                 outputs.push(out);
                 assert_exactly_once(n, outputs);
+                // Otherwise the run quietly was sequential. Miri's scheduler
+                // and its 200 values give no such guarantee.
+                if !cfg!(miri) {
+                    assert!(stolen > 0, "no thief stole anything: the run was sequential");
+                    if config.capacity() <= 4 {
+                        assert!(refused > 0, "a {config:?} queue never refused a push: the full-queue path did not run");
+                    }
+                }
             }
 
             #[test]
