@@ -4,10 +4,12 @@ use std::fmt;
 
 /// Largest accepted number of entries per block.
 ///
-/// Block indices share a 64-bit word with a 32-bit round number, and the
-/// finished-steal count of a block can reach twice the block size, so the
-/// block size must stay at or below `2^31`.
-pub const MAX_BLOCK_SIZE: usize = 1 << 31;
+/// Block indices share a 64-bit word with a 40-bit round number (wide
+/// rounds keep a stalled thief from mistaking a recycled block for the one
+/// it looked at; see the crate docs), leaving 24 bits for an index that can
+/// reach twice the block size, so the block size must stay at or below
+/// `2^22` (4,194,304 entries; the paper recommends 64 to 1024).
+pub const MAX_BLOCK_SIZE: usize = 1 << 22;
 
 /// Largest accepted number of blocks.
 ///
@@ -41,6 +43,9 @@ pub const MIN_NUM_BLOCKS: usize = 2;
 pub struct Config {
     num_blocks: usize,
     block_size: usize,
+    /// The round the queue starts in (0): tests start near the wrap of the
+    /// 40-bit round counter to exercise it.
+    first_round: u64,
 }
 
 impl Config {
@@ -72,7 +77,22 @@ impl Config {
         Ok(Config {
             num_blocks,
             block_size,
+            first_round: 0,
         })
+    }
+
+    /// For tests of the queue protocol only: the queue starts its rounds at
+    /// `round` (taken modulo `2^40`) instead of 0, so that a few laps make
+    /// the round counter wrap. Behaviour is otherwise the same.
+    #[doc(hidden)]
+    pub fn with_first_round(mut self, round: u64) -> Config {
+        self.first_round = round & crate::packed::ROUND_MASK;
+        self
+    }
+
+    /// The round the queue starts in.
+    pub(crate) fn first_round(&self) -> u64 {
+        self.first_round
     }
 
     /// The number of blocks.
@@ -98,6 +118,7 @@ impl Default for Config {
         Config {
             num_blocks: 8,
             block_size: 1024,
+            first_round: 0,
         }
     }
 }
@@ -194,7 +215,7 @@ mod tests {
             (0, 64, "at least 2 blocks"),
             (1, 64, "at least 2 blocks"),
             (8, 0, "at least 1 entry"),
-            (8, MAX_BLOCK_SIZE + 1, "at most 2147483648 entries"),
+            (8, MAX_BLOCK_SIZE + 1, "at most 4194304 entries"),
             (MAX_NUM_BLOCKS + 1, 1, "at most 2147483648 blocks"),
         ];
         for (blocks, size, expected) in cases {

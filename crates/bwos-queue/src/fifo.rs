@@ -38,7 +38,7 @@ use std::ptr::NonNull;
 
 use crate::block::{Block, Positions};
 use crate::config::Config;
-use crate::packed::{index, pack, round};
+use crate::packed::{index, pack, previous_round, round, round_after};
 use crate::ring::{Flavor, Reserve, Ring};
 use crate::steal::Steal;
 use crate::sync::{Arc, Ordering, OwnedLoad};
@@ -112,17 +112,19 @@ impl Flavor for Fifo {
 pub fn new<T>(config: Config) -> (Worker<T>, Stealer<T>) {
     let n = config.num_blocks() as u64;
     let margin = config.block_size() as u32;
+    // Rounds 0 and 1, counted from the configured first round.
+    let (round_0, round_1) = (config.first_round(), round_after(config.first_round(), 1));
     let ring = Arc::new(Ring::new(&config, |i| {
         if i == 0 {
             // The producer starts here in round 1, open to thieves from the
             // first entry. `front` still says "round 0 consumed".
             Positions {
-                front: pack(0, margin),
-                ..Positions::all(pack(1, 0))
+                front: pack(round_0, margin),
+                ..Positions::all(pack(round_1, 0))
             }
         } else {
             // Round 0, consumed and stolen: ready for round 1.
-            Positions::all(pack(0, margin))
+            Positions::all(pack(round_0, margin))
         }
     }));
     let worker = Worker {
@@ -130,7 +132,7 @@ pub fn new<T>(config: Config) -> (Worker<T>, Stealer<T>) {
         producer: Cell::new(n),
         producer_block: Cell::new(0),
         producer_ptr: Cell::new(ring.block_ptr(0)),
-        back: Cell::new(pack(1, 0)),
+        back: Cell::new(pack(round_1, 0)),
         // The consumer starts on the block before, finished with round 0,
         // and takes over block 0 on its first `pop`.
         consumer: Cell::new(n - 1),
@@ -243,13 +245,15 @@ impl<T> Worker<T> {
         let next = self.producer.get() + 1;
         let (next_block, next_round) = ring.locate(next);
         let target = ring.block(next_block);
-        let finished = pack(next_round.wrapping_sub(1), margin);
+        let finished = pack(previous_round(next_round), margin);
         // The consumer's front: private while it is in the block, parked
         // in the shared word (written only by this thread) otherwise.
         let front = if next_block == self.consumer_block.get() {
             pack(ring.locate(self.consumer.get()).1, self.front.get())
         } else {
-            target.owner.front.load_owned()
+            // SAFETY: only the owner stores a block's `front` and `back`, and
+            // this is the owner's thread (`Worker` is `!Sync`).
+            unsafe { target.owner.front.load_owned() }
         };
         if front != finished {
             return false;
@@ -293,7 +297,9 @@ impl<T> Worker<T> {
         // `back` is written only by this thread. Compare indices: once the
         // front is at the margin the producer may already have reset `back`
         // for a newer round.
-        if front < index(block.owner.back.load_owned()) {
+        // SAFETY: only the owner stores a block's `front` and `back`, and
+        // this is the owner's thread (`Worker` is `!Sync`).
+        if front < index(unsafe { block.owner.back.load_owned() }) {
             self.front.set(front + 1);
             // SAFETY: the consumer took the block over, so entries from
             // `front` up to `back` are its own, written by this thread.
@@ -309,7 +315,9 @@ impl<T> Worker<T> {
         loop {
             let block = self.consumer_block();
             let front = self.front.get();
-            if front < index(block.owner.back.load_owned()) {
+            // SAFETY: only the owner stores a block's `front` and `back`, and
+            // this is the owner's thread (`Worker` is `!Sync`).
+            if front < index(unsafe { block.owner.back.load_owned() }) {
                 return self.pop();
             }
             if front < margin {
@@ -320,7 +328,9 @@ impl<T> Worker<T> {
             let (next_block, next_round) = ring.locate(next);
             let target = ring.block(next_block);
             // Written only by this thread (the producer).
-            if round(target.owner.back.load_owned()) != next_round {
+            // SAFETY: only the owner stores a block's `front` and `back`, and
+            // this is the owner's thread (`Worker` is `!Sync`).
+            if round(unsafe { target.owner.back.load_owned() }) != next_round {
                 // The producer has not reached the block in this round.
                 return None;
             }
@@ -383,7 +393,9 @@ impl<T> Worker<T> {
     /// The entries of the consumer's block holding items.
     fn own_items(&self) -> Range<u32> {
         let front = self.front.get();
-        let back = index(self.consumer_block().owner.back.load_owned());
+        // SAFETY: only the owner stores a block's `front` and `back`, and
+        // this is the owner's thread (`Worker` is `!Sync`).
+        let back = index(unsafe { self.consumer_block().owner.back.load_owned() });
         front..back.max(front)
     }
 

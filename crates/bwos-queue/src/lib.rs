@@ -10,6 +10,19 @@
 //! another block. Round numbers in every position word prevent ABA when
 //! blocks are reused.
 //!
+//! # The one remaining bound: 2^40 laps
+//! Rounds are 40-bit counters compared for equality, so they wrap. A thief
+//! that reads a block's positions and then stalls, before its
+//! compare-and-swap, while the owner cycles the same block through exactly
+//! a multiple of 2^40 rounds and leaves it in the same state, could reserve
+//! an entry on a stale view. That needs the owner to pass through the whole
+//! queue about 1.1 * 10^12 times during one stall of one thread between two
+//! of its instructions: with the tiniest queue (2 blocks of 1 entry) and a
+//! block move every few nanoseconds, hours; with realistic queues, years.
+//! 32-bit rounds (the paper's choice) made this a minute for the tiniest
+//! queue, hence the width. Block sizes are therefore limited to
+//! [`MAX_BLOCK_SIZE`] = 2^22 entries, far beyond useful sizes.
+//!
 //! Two variants with the same shape:
 //! * [`lifo`]: the owner pushes and pops at the top, thieves take the oldest
 //!   items (fork/join, graph traversal, GC marking).

@@ -41,7 +41,7 @@ use std::ptr::NonNull;
 
 use crate::block::{Block, Positions, Slot, read_slot, write_slot};
 use crate::config::Config;
-use crate::packed::{index, pack, round};
+use crate::packed::{index, pack, previous_round, round, round_after};
 use crate::ring::{Flavor, Reserve, Ring};
 use crate::steal::Steal;
 use crate::sync::{Arc, Ordering, OwnedLoad};
@@ -102,16 +102,18 @@ impl Flavor for Lifo {
 pub fn new<T>(config: Config) -> (Worker<T>, Stealer<T>) {
     let n = config.num_blocks() as u64;
     let margin = config.block_size() as u32;
+    // Rounds 0 and 1, counted from the configured first round.
+    let (round_0, round_1) = (config.first_round(), round_after(config.first_round(), 1));
     let ring = Arc::new(Ring::new(&config, |i| {
         if i == 0 {
             // Round 1, empty, closed to thieves: the owner starts here.
             Positions {
-                steal: pack(1, margin),
-                ..Positions::all(pack(1, 0))
+                steal: pack(round_1, margin),
+                ..Positions::all(pack(round_1, 0))
             }
         } else {
             // Round 0, completely stolen: ready to be reset for round 1.
-            Positions::all(pack(0, margin))
+            Positions::all(pack(round_0, margin))
         }
     }));
     let worker = Worker {
@@ -239,26 +241,33 @@ impl<T> Worker<T> {
         let (next_block, next_round) = ring.locate(next);
         let target = ring.block(next_block);
         // `back` is written only by this thread.
-        let target_back = target.owner.back.load_owned();
+        // SAFETY: only the owner stores a block's `front` and `back`, and
+        // this is the owner's thread (`Worker` is `!Sync`).
+        let target_back = unsafe { target.owner.back.load_owned() };
         if round(target_back) == next_round {
             // The owner has been here in this lap and left the block empty
             // and closed when it took over the block below: pick up its
             // parked positions.
             self.leave(current_round);
-            self.front.set(index(target.owner.front.load_owned()));
+            // SAFETY: only the owner stores a block's `front` and `back`, and
+            // this is the owner's thread (`Worker` is `!Sync`).
+            self.front
+                .set(index(unsafe { target.owner.front.load_owned() }));
             self.back.set(index(target_back));
         } else {
             // A new lap. Acquire: pairs with the Release `fetch_add` of
             // every thief that read an entry of this block in the previous
             // lap, so those reads happen before the writes of the new lap.
             let stolen = target.thief.stolen.load(Ordering::Acquire);
-            if stolen != pack(next_round.wrapping_sub(1), margin) {
+            if stolen != pack(previous_round(next_round), margin) {
                 return false;
             }
             // The block's previous-lap use leaves the owner's reach: if the
             // owner left it granted with items, thieves have taken them all
             // (checked above), and it no longer counts.
-            if index(target.owner.front.load_owned()) < index(target_back) {
+            // SAFETY: only the owner stores a block's `front` and `back`, and
+            // this is the owner's thread (`Worker` is `!Sync`).
+            if index(unsafe { target.owner.front.load_owned() }) < index(target_back) {
                 self.granted.set(self.granted.get() - 1);
             }
             // Reset by the owner (paper section 5.2). Relaxed: thieves
@@ -290,7 +299,7 @@ impl<T> Worker<T> {
 
     /// Parks the owner block's positions in its shared words and, if it
     /// holds items, grants it to thieves.
-    fn leave(&self, round: u32) {
+    fn leave(&self, round: u64) {
         let block = self.own_block();
         let (front, back) = (self.front.get(), self.back.get());
         // Relaxed: these words are read only by this thread (and by the
@@ -347,8 +356,12 @@ impl<T> Worker<T> {
             let (below_block, below_round) = ring.locate(below);
             let block = ring.block(below_block);
             // Every block below the owner's was left upwards, full.
-            debug_assert_eq!(index(block.owner.back.load_owned()), margin);
-            let front = if index(block.owner.front.load_owned()) < margin {
+            // SAFETY: only the owner stores a block's `front` and `back`, and
+            // this is the owner's thread (`Worker` is `!Sync`).
+            debug_assert_eq!(index(unsafe { block.owner.back.load_owned() }), margin);
+            // SAFETY: only the owner stores a block's `front` and `back`, and
+            // this is the owner's thread (`Worker` is `!Sync`).
+            let front = if index(unsafe { block.owner.front.load_owned() }) < margin {
                 // The owner granted it with items and has not been back.
                 // Takeover. Relaxed: thieves that reserved entries below
                 // the old steal position never touch entries at or above
@@ -455,9 +468,11 @@ impl<T> Worker<T> {
         // `back` is written only by this thread. Relaxed `stolen`: a hint;
         // `advance` loads it again with Acquire before reusing the block,
         // and `stolen` only grows towards the margin within a round.
-        round(target.owner.back.load_owned()) == next_round
+        // SAFETY: only the owner stores a block's `front` and `back`, and
+        // this is the owner's thread (`Worker` is `!Sync`).
+        round(unsafe { target.owner.back.load_owned() }) == next_round
             || target.thief.stolen.load(Ordering::Relaxed)
-                == pack(next_round.wrapping_sub(1), self.margin)
+                == pack(previous_round(next_round), self.margin)
     }
 
     /// A [`Stealer`] for this queue.

@@ -11,6 +11,7 @@ use crossbeam_utils::CachePadded;
 
 use crate::block::{Block, Positions};
 use crate::config::Config;
+use crate::packed::round_after;
 use crate::steal::Steal;
 use crate::sync::{AtomicUsize, Ordering};
 
@@ -53,6 +54,8 @@ pub(crate) struct Ring<T, F: Flavor> {
     /// The block where the last successful steal happened: thieves start
     /// looking there, so they do not rescan drained blocks.
     hint: CachePadded<AtomicUsize>,
+    /// The round of virtual block 0 (see [`Config::with_first_round`]).
+    first_round: u64,
     _flavor: PhantomData<F>,
 }
 
@@ -79,6 +82,7 @@ impl<T, F: Flavor> Ring<T, F> {
                 .is_power_of_two()
                 .then(|| config.num_blocks().trailing_zeros()),
             hint: CachePadded::new(AtomicUsize::new(0)),
+            first_round: config.first_round(),
             _flavor: PhantomData,
         }
     }
@@ -105,17 +109,15 @@ impl<T, F: Flavor> Ring<T, F> {
     /// The block index and round of virtual block number `virtual_block`:
     /// the owner walks virtual blocks 0, 1, 2, ... and block `v` is the
     /// physical block `v % num_blocks` in round `v / num_blocks`.
-    pub(crate) fn locate(&self, virtual_block: u64) -> (usize, u32) {
+    pub(crate) fn locate(&self, virtual_block: u64) -> (usize, u64) {
         let n = self.blocks.len() as u64;
-        // Rounds are compared for equality only; wrapping after 2^32 laps
-        // would need a thief stalled for 2^32 laps to cause an ABA.
-        match self.block_shift {
-            Some(shift) => (
-                (virtual_block & (n - 1)) as usize,
-                (virtual_block >> shift) as u32,
-            ),
-            None => ((virtual_block % n) as usize, (virtual_block / n) as u32),
-        }
+        let (block, lap) = match self.block_shift {
+            Some(shift) => (virtual_block & (n - 1), virtual_block >> shift),
+            None => (virtual_block % n, virtual_block / n),
+        };
+        // Rounds are compared for equality only, so they wrap modulo
+        // 2^40 (see `packed`).
+        (block as usize, round_after(self.first_round, lap))
     }
 
     /// Reserves up to `max` entries from the first block with stealable

@@ -50,16 +50,21 @@ pub(crate) trait OwnedLoad {
     /// thread's own last store (coherence), so no ordering is involved. In
     /// loom builds the load skips the scheduling point (loom still checks
     /// that every store happened before it), which keeps the models small.
-    fn load_owned(&self) -> u64;
+    ///
+    /// # Safety
+    /// No other thread ever stores to this word (as with loom's and tokio's
+    /// `unsync_load`): otherwise a loom build would read it without a
+    /// synchronisation check, and the value would not be the latest.
+    unsafe fn load_owned(&self) -> u64;
 }
 
 impl OwnedLoad for AtomicU64 {
     #[inline(always)]
-    fn load_owned(&self) -> u64 {
+    unsafe fn load_owned(&self) -> u64 {
         #[cfg(loom)]
         {
-            // SAFETY: loom verifies that no store is concurrent with this
-            // load; callers only use it on positions this thread writes.
+            // SAFETY: forwarded from the caller: only this thread stores
+            // the word, and loom verifies no store is concurrent with it.
             unsafe { self.unsync_load() }
         }
         #[cfg(not(loom))]

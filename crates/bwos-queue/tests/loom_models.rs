@@ -62,9 +62,16 @@ macro_rules! models {
             use super::*;
             use bwos_queue::{Config, Steal, $variant};
 
-            fn run(owner: &'static [Step], thieves: &'static [Thief], preemptions: usize) {
+            /// Runs the model on a queue of 2 blocks of 2 entries whose
+            /// rounds start at `first_round`.
+            fn run(
+                owner: &'static [Step],
+                thieves: &'static [Thief],
+                preemptions: usize,
+                first_round: u64,
+            ) {
                 builder(preemptions).check(move || {
-                    let config = Config::new(2, 2).unwrap();
+                    let config = Config::new(2, 2).unwrap().with_first_round(first_round);
                     let (worker, stealer) = $variant::new::<u64>(config);
                     let handles: Vec<_> = thieves
                         .iter()
@@ -146,7 +153,7 @@ macro_rules! models {
             /// The paper's Figure 9 client.
             #[test]
             fn figure_9_client() {
-                run(FIGURE_9, &[Thief::Single(1), Thief::Single(2)], $fig9);
+                run(FIGURE_9, &[Thief::Single(1), Thief::Single(2)], $fig9, 0);
             }
 
             /// A batch steal racing a single steal and the owner's puts, gets
@@ -157,18 +164,23 @@ macro_rules! models {
                     &[Put(4), Get(1), Put(2), Get(4)],
                     &[Thief::Batch, Thief::Single(1)],
                     $batch,
+                    0,
                 );
             }
 
             /// A thief that stalls between reading a steal position and
             /// reserving it while the other thief drains the block and the
             /// owner wraps around into it: the stale reservation must fail.
+            /// The queue starts in the last round before the 40-bit round
+            /// counter wraps, so the owner's wrap-around is also the
+            /// counter's (round 2^40 - 1, then round 0).
             #[test]
             fn stalled_thief_across_wraparound() {
                 run(
                     &[Put(4), Put(2), Get(2), Put(2), Get(5)],
                     &[Thief::Single(1), Thief::Single(2)],
                     $stalled,
+                    (1 << 40) - 1,
                 );
             }
 
@@ -182,6 +194,7 @@ macro_rules! models {
                     &[Put(1), Share, Put(2), Get(1), Share, Put(1), Get(4)],
                     &[Thief::Single(1), Thief::Single(1)],
                     $share,
+                    0,
                 );
             }
             )?

@@ -34,8 +34,20 @@ fn ops(with_thieves: bool) -> impl Strategy<Value = Vec<Op>> {
     proptest::collection::vec(op, 0..if cfg!(miri) { 40 } else { 400 })
 }
 
+/// Small geometries; half of them start a few laps before the 40-bit round
+/// counter wraps, so the sequences run the wrap-around paths (previous
+/// round of round 0, round numbers past the top).
 fn geometry() -> impl Strategy<Value = Config> {
-    (2usize..5, 1usize..5).prop_map(|(blocks, size)| Config::new(blocks, size).unwrap())
+    (
+        2usize..5,
+        1usize..5,
+        prop_oneof![Just(0u64), (1u64..4).prop_map(|laps| (1 << 40) - laps)],
+    )
+        .prop_map(|(blocks, size, first_round)| {
+            Config::new(blocks, size)
+                .unwrap()
+                .with_first_round(first_round)
+        })
 }
 
 fn proptest_config() -> ProptestConfig {
