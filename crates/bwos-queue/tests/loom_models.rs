@@ -57,7 +57,7 @@ fn record(seen: &mut u64, item: u64) {
 
 macro_rules! models {
     ($variant:ident, figure_9: $fig9:expr, batch: $batch:expr, stalled: $stalled:expr
-        $(, share: $share:expr)?) => {
+        $(, share: $share:expr)? $(, paused_thief: $paused:expr)?) => {
         mod $variant {
             use super::*;
             use bwos_queue::{Config, Steal, $variant};
@@ -185,6 +185,23 @@ macro_rules! models {
             }
 
             $(
+            /// A smaller client that affords a deeper bound: one thief, so
+            /// at bound 2 it can be paused after its reservation (between
+            /// the CAS and reading the entry or reporting the steal) while
+            /// the owner takes the block over, drains and refills the queue
+            /// and asks to reuse the thief's block in the next round.
+            #[test]
+            fn paused_thief_deep() {
+                run(
+                    &[Put(3), Get(1), Put(2), Get(4)],
+                    &[Thief::Single(1)],
+                    $paused,
+                    0,
+                );
+            }
+            )?
+
+            $(
             /// The owner opens a partly filled block to thieves twice, the
             /// second time into a block of the previous lap that is free
             /// only if a thief drained it, while two thieves steal.
@@ -230,4 +247,4 @@ impl Shareable for bwos_queue::fifo::Worker<u64> {
 // is a point of interaction and the FIFO state space is far larger than the
 // LIFO one at the same bound. Deeper runs: `LOOM_MAX_PREEMPTIONS=3`.
 models!(lifo, figure_9: 2, batch: 4, stalled: 3, share: 3);
-models!(fifo, figure_9: 1, batch: 2, stalled: 1);
+models!(fifo, figure_9: 1, batch: 2, stalled: 1, paused_thief: 2);

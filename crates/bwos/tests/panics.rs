@@ -131,9 +131,16 @@ fn pool_work_started_by_a_destructor_during_unwinding_runs_normally() {
 // The randomized test.
 
 /// A generated program. Every node is one closure or call of the runtime's
-/// API; `Numbered` gives each an index into the run counters.
+/// API; `id` is its index into the run counters, filled in by [`number`]
+/// after generation.
 #[derive(Debug, Clone)]
-enum Node {
+struct Node {
+    id: usize,
+    kind: Kind,
+}
+
+#[derive(Debug, Clone)]
+enum Kind {
     /// A closure; panics if `panics`.
     Leaf { panics: bool },
     /// The children in order; a panic skips the rest.
@@ -156,68 +163,51 @@ enum Node {
     PanicWhileRunning(Box<Node>),
 }
 
-/// A node with its index into the counters.
-#[derive(Debug)]
-struct Numbered {
-    id: usize,
-    kind: Kind,
+impl Kind {
+    fn node(self) -> Node {
+        Node { id: 0, kind: self }
+    }
 }
 
-#[derive(Debug)]
-enum Kind {
-    Leaf {
-        panics: bool,
-    },
-    Seq(Vec<Numbered>),
-    Join(Box<Numbered>, Box<Numbered>),
-    Scope {
-        spawns: Vec<Numbered>,
-        body_panics_after: Option<usize>,
-    },
-    Spawn(Box<Numbered>),
-    Install(Box<Numbered>),
-    PanicWhileRunning(Box<Numbered>),
-}
-
-fn number(node: &Node, next: &mut usize) -> Numbered {
-    let id = *next;
+/// Numbers the nodes in pre-order, from `*next` on; leaves the count in `*next`.
+fn number(node: &mut Node, next: &mut usize) {
+    node.id = *next;
     *next += 1;
-    let mut child = |node: &Node| Box::new(number(node, next));
-    let kind = match node {
-        Node::Leaf { panics } => Kind::Leaf { panics: *panics },
-        Node::Seq(children) => Kind::Seq(children.iter().map(|c| *child(c)).collect()),
-        Node::Join(a, b) => Kind::Join(child(a), child(b)),
-        Node::Scope {
-            spawns,
-            body_panics_after,
-        } => Kind::Scope {
-            spawns: spawns.iter().map(|c| *child(c)).collect(),
-            body_panics_after: *body_panics_after,
-        },
-        Node::Spawn(c) => Kind::Spawn(child(c)),
-        Node::Install(c) => Kind::Install(child(c)),
-        Node::PanicWhileRunning(c) => Kind::PanicWhileRunning(child(c)),
-    };
-    Numbered { id, kind }
+    match &mut node.kind {
+        Kind::Leaf { .. } => {}
+        Kind::Seq(children)
+        | Kind::Scope {
+            spawns: children, ..
+        } => {
+            children.iter_mut().for_each(|child| number(child, next));
+        }
+        Kind::Join(a, b) => {
+            number(a, next);
+            number(b, next);
+        }
+        Kind::Spawn(child) | Kind::Install(child) | Kind::PanicWhileRunning(child) => {
+            number(child, next);
+        }
+    }
 }
 
 fn node_strategy() -> impl Strategy<Value = Node> {
     let leaf = prop_oneof![
-        4 => Just(Node::Leaf { panics: false }),
-        1 => Just(Node::Leaf { panics: true }),
+        4 => Just(Kind::Leaf { panics: false }.node()),
+        1 => Just(Kind::Leaf { panics: true }.node()),
     ];
     leaf.prop_recursive(5, 40, 4, |inner| {
         prop_oneof![
-            1 => prop::collection::vec(inner.clone(), 0..4).prop_map(Node::Seq),
-            3 => (inner.clone(), inner.clone()).prop_map(|(a, b)| Node::Join(Box::new(a), Box::new(b))),
+            1 => prop::collection::vec(inner.clone(), 0..4).prop_map(|children| Kind::Seq(children).node()),
+            3 => (inner.clone(), inner.clone()).prop_map(|(a, b)| Kind::Join(Box::new(a), Box::new(b)).node()),
             2 => (prop::collection::vec(inner.clone(), 0..4), prop::option::weighted(0.3, 0..4usize))
-                .prop_map(|(spawns, body_panics_after)| Node::Scope {
+                .prop_map(|(spawns, body_panics_after)| Kind::Scope {
                     body_panics_after: body_panics_after.map(|k| k.min(spawns.len())),
                     spawns,
-                }),
-            2 => inner.clone().prop_map(|c| Node::Spawn(Box::new(c))),
-            1 => inner.clone().prop_map(|c| Node::Install(Box::new(c))),
-            1 => inner.prop_map(|c| Node::PanicWhileRunning(Box::new(c))),
+                }.node()),
+            2 => inner.clone().prop_map(|c| Kind::Spawn(Box::new(c)).node()),
+            1 => inner.clone().prop_map(|c| Kind::Install(Box::new(c)).node()),
+            1 => inner.prop_map(|c| Kind::PanicWhileRunning(Box::new(c)).node()),
         ]
     })
 }
@@ -234,7 +224,7 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
-    fn ran(&self, node: &Numbered) {
+    fn ran(&self, node: &Node) {
         self.counts[node.id].fetch_add(1, Ordering::Relaxed);
     }
 
@@ -249,7 +239,7 @@ impl Run<'_> {
 }
 
 /// Runs `node` on the runtime; spawns go into `scope`.
-fn run<'t: 's, 's>(node: &'t Numbered, ctx: &'t Run<'t>, scope: Option<&Scope<'s>>) {
+fn run<'t: 's, 's>(node: &'t Node, ctx: &'t Run<'t>, scope: Option<&Scope<'s>>) {
     ctx.ran(node);
     match &node.kind {
         Kind::Leaf { panics } => {
@@ -281,7 +271,7 @@ fn run<'t: 's, 's>(node: &'t Numbered, ctx: &'t Run<'t>, scope: Option<&Scope<'s
         },
         Kind::Install(child) => ctx.other_pool().install(|| run(child, ctx, scope)),
         Kind::PanicWhileRunning(child) => {
-            struct RunOnUnwind<'t>(&'t Numbered, &'t Run<'t>);
+            struct RunOnUnwind<'t>(&'t Node, &'t Run<'t>);
             impl Drop for RunOnUnwind<'_> {
                 fn drop(&mut self) {
                     // A panic escaping a destructor during unwinding would
@@ -299,7 +289,7 @@ fn run<'t: 's, 's>(node: &'t Numbered, ctx: &'t Run<'t>, scope: Option<&Scope<'s
 /// and returns the ids the caller's panic may carry (`None`: no panic).
 /// Panics of spawned closures go to the scope's set, `spawned`.
 fn expect(
-    node: &Numbered,
+    node: &Node,
     counts: &mut [usize],
     spawned: Option<&mut BTreeSet<usize>>,
 ) -> Option<BTreeSet<usize>> {
@@ -386,8 +376,9 @@ fn silence_injected_panics() {
 /// Runs one generated tree on `threads` threads and compares with the
 /// reference.
 fn check_tree(tree: &Node, threads: usize) -> Result<(), TestCaseError> {
+    let mut numbered = tree.clone();
     let mut next = 0;
-    let numbered = number(tree, &mut next);
+    number(&mut numbered, &mut next);
     let mut expected_counts = vec![0; next];
     let expected_panic = expect(&numbered, &mut expected_counts, None);
 
