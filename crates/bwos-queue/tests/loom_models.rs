@@ -240,11 +240,13 @@ impl Shareable for bwos_queue::fifo::Worker<u64> {
     }
 }
 
-// Preemption bounds per model, chosen so the six models take about three
+// Preemption bounds per model, chosen so the nine models take about four
 // minutes in total on a 2-core machine (run one at a time: two loom models
 // side by side on two cores run several times slower each). The FIFO
 // thieves can steal from the block the producer is filling, so every push
 // is a point of interaction and the FIFO state space is far larger than the
-// LIFO one at the same bound. Deeper runs: `LOOM_MAX_PREEMPTIONS=3`.
+// LIFO one at the same bound; `paused_thief_deep` is the FIFO client small
+// enough for bound 2 (a thief paused after its CAS while the owner goes on).
+// Deeper runs: `LOOM_MAX_PREEMPTIONS=3`.
 models!(lifo, figure_9: 2, batch: 4, stalled: 3, share: 3);
 models!(fifo, figure_9: 1, batch: 2, stalled: 1, paused_thief: 2);
