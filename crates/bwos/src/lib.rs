@@ -75,6 +75,9 @@ mod idle;
 mod scope;
 // A loom build compiles only the protocol cores.
 #[cfg(loom)]
+#[path = "idle/balance.rs"]
+mod balance;
+#[cfg(loom)]
 #[path = "scope/counter.rs"]
 mod counter;
 #[cfg(not(loom))]
@@ -87,10 +90,14 @@ mod pool;
 #[path = "idle/sleep.rs"]
 mod sleep;
 #[cfg(not(loom))]
+mod stats;
+#[cfg(not(loom))]
 mod steal;
 #[cfg(not(loom))]
 mod worker;
 
+#[cfg(not(loom))]
+pub use idle::{DEFAULT_SLEEP_THRESHOLD, IdlePolicy};
 #[cfg(not(loom))]
 pub use join::join;
 #[cfg(not(loom))]
@@ -99,6 +106,10 @@ pub use pool::ThreadPool;
 pub use pool::builder::{MAX_THREADS, NUM_THREADS_ENV, ThreadPoolBuildError, ThreadPoolBuilder};
 #[cfg(not(loom))]
 pub use scope::{Scope, scope};
+#[cfg(not(loom))]
+pub use stats::PoolStats;
+#[cfg(not(loom))]
+pub use steal::{StealBatch, StealPolicy};
 
 /// The geometry of a worker's BWoS queue, for
 /// [`ThreadPoolBuilder::queue_config`]: `QueueConfig::new(num_blocks,

@@ -6,12 +6,16 @@
 //! compiles just those (see `lib.rs`), so the models check the real code.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering, fence};
+pub(crate) use loom::sync::atomic::{
+    AtomicBool, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
+};
 #[cfg(loom)]
 pub(crate) use loom::thread::{Thread, park};
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering, fence};
+pub(crate) use std::sync::atomic::{
+    AtomicBool, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
+};
 #[cfg(not(loom))]
 pub(crate) use std::thread::{Thread, park};
 

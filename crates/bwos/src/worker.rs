@@ -30,13 +30,15 @@ use std::sync::Arc;
 
 use bwos_queue::{Config, lifo};
 
-use crate::idle::Idle;
 use crate::idle::sleep::IdleHint;
+use crate::idle::{Idle, IdleConfig, IdlePolicy};
 use crate::job::{AbortOnUnwind, JobRef};
 use crate::latch::CoreLatch;
 use crate::pool::builder::Started;
 use crate::pool::registry::Registry;
-use crate::steal::Victims;
+use crate::stats::WorkerCounters;
+use crate::steal::topology::{Topology, current_cpu, pin_current_thread};
+use crate::steal::{StealConfig, StealPolicy, Victims};
 
 /// Blocks per worker queue (a power of two: block moves then need no
 /// division).
@@ -60,6 +62,18 @@ thread_local! {
     static CURRENT: Cell<*const WorkerThread> = const { Cell::new(ptr::null()) };
 }
 
+/// How the builder configured the workers of a pool.
+#[derive(Clone)]
+pub(crate) struct WorkerSettings {
+    pub(crate) lazy_queueing: bool,
+    pub(crate) steal: StealConfig,
+    pub(crate) idle: IdleConfig,
+    /// The machine's layout, for `StealPolicy::Topology`.
+    pub(crate) topology: Option<Arc<Topology>>,
+    /// Pin worker `i` to the `i`-th allowed CPU.
+    pub(crate) pin_threads: bool,
+}
+
 /// The state of one worker thread; lives on that thread's stack.
 pub(crate) struct WorkerThread {
     queue: lifo::Worker<JobRef>,
@@ -73,6 +87,10 @@ pub(crate) struct WorkerThread {
     /// cold [`offer`](Self::offer), which queues `b` and consults this, the
     /// pool's real hint. That keeps the option off the default fast path.
     eager_join: Option<IdleHint>,
+    idle_config: IdleConfig,
+    /// Whether to publish the CPU between jobs (for topology-aware
+    /// stealing and yielding to a preempted victim).
+    publish_cpu: bool,
 }
 
 impl WorkerThread {
@@ -88,6 +106,15 @@ impl WorkerThread {
 
     pub(crate) fn registry(&self) -> &Arc<Registry> {
         &self.registry
+    }
+
+    /// This worker's scheduler counters.
+    pub(crate) fn counters(&self) -> &WorkerCounters {
+        self.registry.counters(self.index)
+    }
+
+    pub(crate) fn idle_config(&self) -> IdleConfig {
+        self.idle_config
     }
 
     pub(crate) fn registry_ptr(&self) -> *const Registry {
@@ -157,8 +184,17 @@ impl WorkerThread {
         if self.queue.granted_pending() || !self.queue.share() {
             return false;
         }
+        self.beat();
         self.registry.notify_new_work();
         true
+    }
+
+    /// Between two jobs: bump the heartbeat thieves watch, and publish
+    /// where this worker runs when the pool's policies use it.
+    fn beat(&self) {
+        if self.publish_cpu {
+            self.registry.balance.beat(self.index, current_cpu());
+        }
     }
 
     /// Pushes `job` locally, or injects it into the pool when the local
@@ -176,10 +212,23 @@ impl WorkerThread {
     }
 
     /// Local work, else stolen work, else injected work.
-    fn find_work(&self) -> Option<JobRef> {
-        self.take_local()
-            .or_else(|| self.victims.steal(self.index, self.registry.stealers()))
-            .or_else(|| self.registry.take_injected())
+    fn find_work(&self, idle: &mut Idle) -> Option<JobRef> {
+        if let Some(job) = self.take_local() {
+            return Some(job);
+        }
+        idle.start_round(self);
+        let stolen = self.victims.steal(
+            self.index,
+            self.registry.stealers(),
+            &self.queue,
+            &*self.registry,
+            |victim| idle.failed_attempt(self, victim),
+        );
+        if let Some(job) = stolen {
+            idle.stole(self);
+            return Some(job);
+        }
+        self.registry.take_injected()
     }
 
     /// Runs work until `latch` is set. The worker does not block while it
@@ -202,9 +251,10 @@ impl WorkerThread {
     fn wait_until_cold(&self, latch: &CoreLatch) {
         let mut idle = Idle::new();
         while !latch.probe() {
-            match self.find_work() {
+            match self.find_work(&mut idle) {
                 Some(job) => {
                     idle.work_found(self);
+                    self.beat();
                     // SAFETY: every `JobRef` in the pool's queues and
                     // injector is executed exactly once, by whoever takes
                     // it out; its job is alive until then (stack jobs'
@@ -222,12 +272,17 @@ impl WorkerThread {
         registry: Arc<Registry>,
         index: usize,
         queue: lifo::Worker<JobRef>,
-        lazy_queueing: bool,
+        settings: WorkerSettings,
         started: Arc<Started>,
     ) {
         let guard = AbortOnUnwind::new("a worker thread's scheduler loop");
+        if settings.pin_threads
+            && let Err(error) = pin_current_thread(index)
+        {
+            started.worker_failed(index, error);
+        }
         let real_hint = registry.sleep.hint();
-        let (idle_hint, eager_join) = if lazy_queueing {
+        let (idle_hint, eager_join) = if settings.lazy_queueing {
             (real_hint, None)
         } else {
             (IdleHint::always_hungry(), Some(real_hint))
@@ -238,8 +293,12 @@ impl WorkerThread {
             queue,
             index,
             registry,
-            victims: Victims::new(index),
+            victims: Victims::new(index, settings.steal.clone(), settings.topology.clone()),
+            idle_config: settings.idle,
+            publish_cpu: settings.idle.policy == IdlePolicy::Balanced
+                || settings.steal.policy == StealPolicy::Topology,
         };
+        worker.registry.balance.beat(index, current_cpu());
         CURRENT.with(|current| current.set(&worker));
         worker.registry.register_thread(index);
         started.worker_started();

@@ -68,3 +68,38 @@ fn an_idle_pool_uses_no_cpu_and_wakes_for_work() {
         }
     });
 }
+
+#[test]
+fn an_idle_pool_uses_no_cpu_under_every_idle_policy() {
+    watchdog("an_idle_pool_uses_no_cpu_under_every_idle_policy", || {
+        for policy in [
+            bwos::IdlePolicy::Spin,
+            bwos::IdlePolicy::Yield,
+            bwos::IdlePolicy::Park,
+            bwos::IdlePolicy::Balanced,
+        ] {
+            let prefix = format!("idle-{policy:?}-");
+            let name = prefix.clone();
+            let pool = ThreadPoolBuilder::new()
+                .num_threads(4)
+                .idle_policy(policy)
+                .thread_name(move |i| format!("{name}{i}"))
+                .build()
+                .unwrap();
+            assert_eq!(pool.install(|| fib(25)), 75_025);
+            // Let the workers pass the sleep threshold and fall asleep.
+            std::thread::sleep(Duration::from_millis(200));
+            let (before, threads) = cpu_ticks_of_threads(&prefix);
+            assert_eq!(threads, 4);
+            std::thread::sleep(Duration::from_secs(1));
+            let (after, _) = cpu_ticks_of_threads(&prefix);
+            let used = after - before;
+            assert!(
+                used <= 5,
+                "{policy:?}: idle workers used {used} ticks in 1 s"
+            );
+            // And they wake up for new work.
+            assert_eq!(pool.install(|| fib(20)), 6765);
+        }
+    });
+}

@@ -1,70 +1,313 @@
 //! What a worker does when it finds no work: the idle policy.
 //!
-//! This issue's policy: spin a little (work often shows up within
-//! microseconds in fork/join), then yield the core a few times (the
-//! machine may be oversubscribed), then sleep until woken. The balanced
-//! policy of BWS (sleep thresholds, wake-up credits, a watchdog, yielding
-//! to a preempted victim) replaces this module's [`Idle`] later.
+//! A worker that finds nothing runs *steal rounds* (every other worker
+//! once, then the injector; see `steal`) and counts its failed steal
+//! attempts, one per victim found empty (one per round in a pool of one).
+//! Between rounds it waits according to [`IdlePolicy`]; once the count
+//! passes the pool's sleep threshold it may sleep (`sleep.rs`: parked on
+//! the futex until a producer, a thief with a wake-up credit, the
+//! watchdog's hand-off, its latch or the shutdown wakes it).
+//!
+//! # Balanced work stealing (BWS, EuroSys'12, Algorithm 2)
+//! - A successful steal earns two wake-up *credits* and resets the count.
+//! - A failed attempt on a *busy* victim takes over one of the victim's
+//!   credits (the thief will do the wake-up the victim owes: busy workers
+//!   never pay for wake-ups, the work-first principle); on a *sleeping*
+//!   victim, a thief holding credits spends one to wake it.
+//! - Past the threshold a thief spends a credit to stay awake, or sleeps
+//!   when it holds none.
+//! - One thief, the *watchdog*, never sleeps while any worker is busy: the
+//!   first thief that would sleep while nobody holds the role takes it. A
+//!   watchdog that steals wakes up to two sleepers itself (with the
+//!   credits it just earned) and hands the role to the first; if there is
+//!   none it gives the role up, and the next thief that would sleep takes
+//!   it. Past the threshold the watchdog yields its core after every
+//!   failed round, and when every worker is idle (the pool has nothing to
+//!   do) it sleeps too, so an idle pool uses no CPU.
+//! - Yielding to a preempted victim without kernel support: each worker
+//!   bumps a heartbeat between jobs and publishes the CPU it last ran on.
+//!   A thief that finds the same busy victim twice in a row with the same
+//!   heartbeat, last seen on the thief's own CPU, concludes that the
+//!   victim waits for this CPU and yields it (`sched_yield`). Whether that
+//!   helps is measured by `bwos-bench corun`; see [`IdlePolicy::Balanced`].
+//!
+//! # No lost wake-up
+//! None of the above is needed for correctness. Any sleep goes through
+//! the protocol of `sleep.rs`: a worker announces itself asleep, fences,
+//! and looks for visible work once more; a producer that makes work
+//! visible fences and, if it sees no searching worker and a sleeping one,
+//! wakes one. So work made visible while the last thief falls asleep is
+//! found by the thief's final look or by the producer's wake-up. The
+//! watchdog's purpose is to keep that producer-side wake-up rare: while
+//! it searches, producers see a searcher and make no futex call. The loom
+//! models `sleep_no_lost_wakeup` and `balanced_watchdog_hand_off_loses_no_work`
+//! check both halves.
 
+pub(crate) mod balance;
 pub(crate) mod sleep;
 
 use crate::latch::CoreLatch;
+use crate::steal::topology::current_cpu;
 use crate::worker::WorkerThread;
+use sleep::SleepOutcome;
 
-/// Rounds spent spinning before yielding.
+/// What an idle worker does between two failed steal rounds, and when it
+/// sleeps. Set with
+/// [`ThreadPoolBuilder::idle_policy`](crate::ThreadPoolBuilder::idle_policy);
+/// the number of failed steal attempts before sleeping is
+/// [`ThreadPoolBuilder::sleep_threshold`](crate::ThreadPoolBuilder::sleep_threshold).
+///
+/// Under every policy a pool with nothing to do at all (every worker idle)
+/// falls asleep once the threshold is passed, so an idle pool uses no CPU;
+/// the policies differ in what thieves do while other workers are busy.
+///
+/// The default is [`Park`](IdlePolicy::Park); the numbers behind it are
+/// in the README's co-run section (`bwos-bench corun`).
+///
+/// ```
+/// let pool = bwos::ThreadPoolBuilder::new()
+///     .num_threads(2)
+///     .idle_policy(bwos::IdlePolicy::Balanced)
+///     .sleep_threshold(64)
+///     .build()?;
+/// assert_eq!(pool.install(|| bwos::join(|| 1, || 2)), (1, 2));
+/// # Ok::<(), bwos::ThreadPoolBuildError>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IdlePolicy {
+    /// Never give the core up while another worker is busy: thieves spin
+    /// (with a short backoff) until they find work. The BWS paper's "no
+    /// yielding" baseline; the fastest reaction on a dedicated machine,
+    /// the worst neighbour on a shared one.
+    Spin,
+    /// `sched_yield` after every failed round, never sleep while another
+    /// worker is busy: the ABP / Cilk++ behaviour BWS measures against.
+    Yield,
+    /// Spin for a few rounds, then yield after each round, then sleep
+    /// once the sleep threshold is passed (rayon's approach).
+    #[default]
+    Park,
+    /// Balanced work stealing (BWS Algorithm 2): wake-up credits, a
+    /// watchdog thief, sleeping past the threshold, and yielding to a
+    /// preempted victim; see the module documentation of `idle` in the
+    /// sources and the README's co-run section.
+    Balanced,
+}
+
+/// The idle configuration of one pool.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct IdleConfig {
+    pub(crate) policy: IdlePolicy,
+    pub(crate) sleep_threshold: u32,
+    /// Whether `Balanced` thieves yield to a seemingly preempted victim.
+    pub(crate) yield_to_victim: bool,
+}
+
+/// The default [`ThreadPoolBuilder::sleep_threshold`](crate::ThreadPoolBuilder::sleep_threshold):
+/// failed steal attempts before a thief may sleep.
+pub const DEFAULT_SLEEP_THRESHOLD: u32 = 32;
+
+/// Rounds spent spinning before `Park` starts yielding.
 const SPIN_ROUNDS: u32 = 10;
 /// The longest pause between two looks while spinning: `2^4` spin-loop
 /// hints, a quarter of a microsecond on the machines measured, so that a
 /// hungry worker reacts to shared work while a fine-grained job is still
 /// worth splitting.
 const MAX_SPIN_SHIFT: u32 = 4;
-/// Rounds after which the worker falls asleep.
-const ROUNDS_BEFORE_SLEEP: u32 = 32;
 
 /// One worker's idle state between two pieces of work.
 pub(crate) struct Idle {
+    /// Failed rounds since the worker last found work.
     rounds: u32,
+    /// Failed steal attempts since the last reset (BWS's steal counter).
+    attempts: u32,
+    /// Failed attempts in the current round.
+    round_failures: u32,
     searching: bool,
+    /// The last busy victim found empty and its heartbeat then.
+    last_busy: Option<(usize, u64)>,
+    /// A watchdog past the threshold yields after every round.
+    watchdog_yields: bool,
 }
 
 impl Idle {
     pub(crate) fn new() -> Self {
         Idle {
             rounds: 0,
+            attempts: 0,
+            round_failures: 0,
             searching: false,
+            last_busy: None,
+            watchdog_yields: false,
         }
     }
 
-    /// The worker found nothing: wait a little, or sleep, before it looks
-    /// again. Returns early if `latch` is set.
-    pub(crate) fn no_work_found(&mut self, worker: &WorkerThread, latch: &CoreLatch) {
-        let registry = worker.registry();
+    /// The worker starts a round: it counts as searching from now on.
+    pub(crate) fn start_round(&mut self, worker: &WorkerThread) {
         if !self.searching {
+            let registry = worker.registry();
+            registry.balance.set_busy(worker.index(), false);
             registry.sleep.start_searching();
             self.searching = true;
         }
-        if self.rounds < SPIN_ROUNDS {
-            for _ in 0..1u32 << self.rounds.min(MAX_SPIN_SHIFT) {
-                std::hint::spin_loop();
-            }
-            self.rounds += 1;
-        } else if self.rounds < ROUNDS_BEFORE_SLEEP {
-            std::thread::yield_now();
-            self.rounds += 1;
-        } else {
-            registry
-                .sleep
-                .sleep(worker.index(), latch, || registry.has_visible_work());
-            self.rounds = 0;
+    }
+
+    /// A steal attempt on `victim` found nothing to take.
+    pub(crate) fn failed_attempt(&mut self, worker: &WorkerThread, victim: usize) {
+        worker.counters().failed_steals(1);
+        self.round_failures += 1;
+        let config = worker.idle_config();
+        if config.policy != IdlePolicy::Balanced {
+            return;
         }
+        let registry = worker.registry();
+        let (balance, me) = (&registry.balance, worker.index());
+        let observed = balance.observe(victim);
+        if observed.busy {
+            let stalled = self.last_busy == Some((victim, observed.heartbeat));
+            if config.yield_to_victim
+                && stalled
+                && observed.cpu.is_some()
+                && observed.cpu == current_cpu()
+            {
+                // The victim has not moved on since we last looked and it
+                // last ran here: it waits for this CPU.
+                std::thread::yield_now();
+                worker.counters().yield_to_victim();
+                self.last_busy = None;
+            } else {
+                if balance.take_over_credit(victim, me) {
+                    worker.counters().credits_earned(1);
+                    worker.counters().credits_spent(1);
+                }
+                self.last_busy = Some((victim, observed.heartbeat));
+            }
+        } else if balance.credits(me) > 0
+            && registry.sleep.is_asleep(victim)
+            && registry.sleep.wake(victim, |index| registry.unpark(index))
+            && balance.take_credit(me)
+        {
+            worker.counters().credits_spent(1);
+        }
+    }
+
+    /// The worker stole a job: BWS credits and the watchdog's hand-off.
+    pub(crate) fn stole(&mut self, worker: &WorkerThread) {
+        worker.counters().steal();
+        self.attempts = 0;
+        if worker.idle_config().policy != IdlePolicy::Balanced {
+            return;
+        }
+        let registry = worker.registry();
+        let (balance, me) = (&registry.balance, worker.index());
+        balance.earn(me, 2);
+        worker.counters().credits_earned(2);
+        let woken = balance.hand_off(me, &registry.sleep, |index| registry.unpark(index));
+        worker.counters().credits_spent(u64::from(woken));
+    }
+
+    /// A whole round found nothing: wait a little, or sleep, before the
+    /// worker looks again. Returns early if `latch` is set.
+    pub(crate) fn no_work_found(&mut self, worker: &WorkerThread, latch: &CoreLatch) {
+        // A pool of one has no victims: its rounds count one attempt.
+        self.attempts = self.attempts.saturating_add(self.round_failures.max(1));
+        self.round_failures = 0;
+        let config = worker.idle_config();
+        let over = self.attempts > config.sleep_threshold;
+        let registry = worker.registry();
+        let all_idle = || registry.sleep.all_idle(registry.num_threads());
+        match config.policy {
+            IdlePolicy::Spin => {
+                spin(self.rounds);
+                if over {
+                    self.attempts = 0;
+                    if all_idle() {
+                        self.sleep(worker, latch);
+                    }
+                }
+            }
+            IdlePolicy::Yield => {
+                std::thread::yield_now();
+                if over {
+                    self.attempts = 0;
+                    if all_idle() {
+                        self.sleep(worker, latch);
+                    }
+                }
+            }
+            IdlePolicy::Park => {
+                if self.rounds < SPIN_ROUNDS {
+                    spin(self.rounds);
+                } else {
+                    std::thread::yield_now();
+                    if over {
+                        self.attempts = 0;
+                        self.sleep(worker, latch);
+                    }
+                }
+            }
+            IdlePolicy::Balanced => {
+                if self.watchdog_yields {
+                    std::thread::yield_now();
+                } else {
+                    spin(self.rounds);
+                }
+                if over {
+                    self.attempts = 0;
+                    let (balance, me) = (&registry.balance, worker.index());
+                    if !balance.may_sleep(me) {
+                        if all_idle() {
+                            balance.appoint(me, None);
+                            self.sleep(worker, latch);
+                        } else {
+                            self.watchdog_yields = true;
+                        }
+                    } else if balance.take_credit(me) {
+                        worker.counters().credits_spent(1);
+                    } else {
+                        self.sleep(worker, latch);
+                    }
+                }
+            }
+        }
+        self.rounds = self.rounds.saturating_add(1);
+    }
+
+    fn sleep(&mut self, worker: &WorkerThread, latch: &CoreLatch) {
+        let registry = worker.registry();
+        let outcome = registry.sleep.sleep(
+            worker.index(),
+            latch,
+            || registry.has_visible_work(),
+            || worker.counters().sleep(),
+        );
+        if outcome == SleepOutcome::Woken {
+            worker.counters().wakeup();
+        }
+        self.rounds = 0;
+        self.watchdog_yields = false;
+        self.last_busy = None;
     }
 
     /// The worker found work (or stops waiting): it no longer searches.
     pub(crate) fn work_found(&mut self, worker: &WorkerThread) {
         if self.searching {
-            worker.registry().sleep.stop_searching();
+            let registry = worker.registry();
+            registry.sleep.stop_searching();
+            registry.balance.set_busy(worker.index(), true);
             self.searching = false;
         }
         self.rounds = 0;
+        self.attempts = 0;
+        self.round_failures = 0;
+        self.watchdog_yields = false;
+        self.last_busy = None;
+    }
+}
+
+/// Pauses for `2^min(rounds, MAX_SPIN_SHIFT)` spin-loop hints.
+fn spin(rounds: u32) {
+    for _ in 0..1u32 << rounds.min(MAX_SPIN_SHIFT) {
+        std::hint::spin_loop();
     }
 }

@@ -19,6 +19,19 @@
 use crossbeam_utils::CachePadded;
 
 use crate::latch::CoreLatch;
+
+/// How a call to [`Sleep::sleep`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SleepOutcome {
+    /// The latch was set, the final look found work, or a waker came
+    /// first: no park.
+    DidNotPark,
+    /// Parked, then left because the latch was set.
+    Parked,
+    /// Parked, then woken by another thread that moved it back to
+    /// searching.
+    Woken,
+}
 use crate::sync::{AtomicU8, AtomicU64, AtomicUsize, Ordering, fence, park};
 
 /// One searching worker in the counts word.
@@ -111,10 +124,17 @@ impl Sleep {
 
     /// Puts searching worker `index` to sleep until a producer wakes it,
     /// `latch` is set, or it finds `has_work()` true in its final look. On
-    /// return the worker counts as searching again.
-    pub(crate) fn sleep(&self, index: usize, latch: &CoreLatch, has_work: impl Fn() -> bool) {
+    /// return the worker counts as searching again. `on_park` runs once,
+    /// just before the worker parks for the first time.
+    pub(crate) fn sleep(
+        &self,
+        index: usize,
+        latch: &CoreLatch,
+        has_work: impl Fn() -> bool,
+        on_park: impl FnOnce(),
+    ) -> SleepOutcome {
         if !latch.get_sleepy() {
-            return;
+            return SleepOutcome::DidNotPark;
         }
         // SeqCst store and RMW: a waker that reads the new counts (SeqCst)
         // also sees the state.
@@ -122,25 +142,76 @@ impl Sleep {
         self.counts.fetch_add(FALL_ASLEEP, Ordering::SeqCst);
         // The sleeper's half of the Dekker pair with `notify`.
         fence(Ordering::SeqCst);
+        let mut parked = false;
+        let mut on_park = Some(on_park);
         if !has_work() {
             // Spurious and stale unparks make `park` return early; the
             // announcements stand until a waker or the latch's setter
             // replaces them.
             // Acquire: pairs with the waker's AcqRel CAS.
             while self.states[index].load(Ordering::Acquire) == ASLEEP && latch.is_sleeping() {
+                parked = true;
+                if let Some(on_park) = on_park.take() {
+                    on_park();
+                }
                 park();
             }
         }
-        self.wake_self(index);
+        let woken_by_other = !self.wake_self(index);
         latch.wake_up();
+        match (parked, woken_by_other) {
+            (true, true) => SleepOutcome::Woken,
+            (true, false) => SleepOutcome::Parked,
+            (false, _) => SleepOutcome::DidNotPark,
+        }
     }
 
-    /// Undoes a sleep announcement unless a waker already did.
-    fn wake_self(&self, index: usize) {
+    /// Undoes a sleep announcement unless a waker already did; returns
+    /// whether it did (`false`: a waker moved the worker back).
+    fn wake_self(&self, index: usize) -> bool {
         // AcqRel: the swap decides against a concurrent waker's CAS who
         // moves the worker back to the searching count.
         if self.states[index].swap(AWAKE, Ordering::AcqRel) == ASLEEP {
             self.counts.fetch_sub(FALL_ASLEEP, Ordering::SeqCst);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Whether worker `index` has announced that it sleeps (a racy
+    /// snapshot, for thieves deciding whom to wake).
+    pub(crate) fn is_asleep(&self, index: usize) -> bool {
+        // Relaxed: a filter; `wake` decides with a CAS.
+        self.states[index].load(Ordering::Relaxed) == ASLEEP
+    }
+
+    /// Whether no worker is busy: all `num_workers` search or sleep (a racy
+    /// snapshot). Nothing can create work in the pool then but an
+    /// injection, which wakes a sleeper itself.
+    pub(crate) fn all_idle(&self, num_workers: usize) -> bool {
+        // Relaxed: a hint for the decision to sleep, which is always safe
+        // (the Dekker pair with `notify`).
+        let counts = self.counts.load(Ordering::Relaxed);
+        (counts & (SLEEPER - 1)) + (counts >> 32) >= num_workers as u64
+    }
+
+    /// Wakes worker `index` if it sleeps: a thief spending a wake-up
+    /// credit. Returns whether this call woke it. `unpark` unparks it.
+    pub(crate) fn wake(&self, index: usize, unpark: impl FnOnce(usize)) -> bool {
+        let state = &self.states[index];
+        // Relaxed load: a filter; the CAS decides. AcqRel CAS: pairs with
+        // the sleeper's swap and Acquire load of its state.
+        if state.load(Ordering::Relaxed) == ASLEEP
+            && state
+                .compare_exchange(ASLEEP, AWAKE, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        {
+            self.counts.fetch_sub(FALL_ASLEEP, Ordering::SeqCst);
+            unpark(index);
+            true
+        } else {
+            false
         }
     }
 
@@ -158,25 +229,15 @@ impl Sleep {
         }
     }
 
-    /// Wakes one sleeping worker, if there is one.
-    fn wake_one(&self, unpark: impl Fn(usize)) {
+    /// Wakes one sleeping worker, if there is one; returns its index.
+    /// `unpark` unparks it (after the worker was moved back to the
+    /// searching count, so the caller may hand it a role first).
+    pub(crate) fn wake_one(&self, unpark: impl Fn(usize)) -> Option<usize> {
         let n = self.states.len();
         // Relaxed: only spreads wake-ups over the workers.
         let start = self.next_wake.fetch_add(1, Ordering::Relaxed);
-        for offset in 0..n {
-            let index = (start + offset) % n;
-            let state = &self.states[index];
-            // Relaxed load: a filter; the CAS decides. AcqRel CAS: pairs
-            // with the sleeper's swap and Acquire load of its state.
-            if state.load(Ordering::Relaxed) == ASLEEP
-                && state
-                    .compare_exchange(ASLEEP, AWAKE, Ordering::AcqRel, Ordering::Relaxed)
-                    .is_ok()
-            {
-                self.counts.fetch_sub(FALL_ASLEEP, Ordering::SeqCst);
-                unpark(index);
-                return;
-            }
-        }
+        (0..n)
+            .map(|offset| (start + offset) % n)
+            .find(|&index| self.wake(index, &unpark))
     }
 }

@@ -10,7 +10,10 @@ use bwos_queue::{Config, lifo};
 
 use super::ThreadPool;
 use super::registry::{PanicHandler, Registry};
-use crate::worker::{WorkerThread, default_queue_config};
+use crate::idle::{DEFAULT_SLEEP_THRESHOLD, IdleConfig, IdlePolicy};
+use crate::steal::topology::Topology;
+use crate::steal::{StealBatch, StealConfig, StealPolicy};
+use crate::worker::{WorkerSettings, WorkerThread, default_queue_config};
 
 /// The environment variable that sets the default number of threads.
 pub const NUM_THREADS_ENV: &str = "BWOS_NUM_THREADS";
@@ -37,6 +40,13 @@ pub struct ThreadPoolBuilder {
     panic_handler: Option<Box<PanicHandler>>,
     queue_config: Option<Config>,
     eager_join: bool,
+    steal_policy: StealPolicy,
+    probabilistic_steal: bool,
+    steal_batch: StealBatch,
+    idle_policy: IdlePolicy,
+    sleep_threshold: Option<u32>,
+    pin_threads: bool,
+    no_yield_to_victim: bool,
 }
 
 impl ThreadPoolBuilder {
@@ -118,6 +128,111 @@ impl ThreadPoolBuilder {
         self
     }
 
+    /// How a hungry worker picks its first victim (default:
+    /// [`StealPolicy::Random`]). `BestOfMany { candidates: 0 }` makes
+    /// [`build`](Self::build) fail with
+    /// [`ThreadPoolBuildError::InvalidOption`].
+    ///
+    /// ```
+    /// let pool = bwos::ThreadPoolBuilder::new()
+    ///     .num_threads(2)
+    ///     .steal_policy(bwos::StealPolicy::LastVictim)
+    ///     .build()?;
+    /// assert_eq!(pool.install(|| bwos::join(|| 1, || 2)), (1, 2));
+    /// # Ok::<(), bwos::ThreadPoolBuildError>(())
+    /// ```
+    pub fn steal_policy(mut self, policy: StealPolicy) -> Self {
+        self.steal_policy = policy;
+        self
+    }
+
+    /// Whether the selector's proposals pass the BWoS paper's
+    /// probabilistic acceptance (`P_accept`, section 3.4): a proposed
+    /// victim is accepted with the probability that a randomly sampled
+    /// block of its queue holds stealable jobs, otherwise another is
+    /// proposed (up to once per worker). Default `false` (see the README's
+    /// policy table).
+    pub fn probabilistic_steal(mut self, probabilistic: bool) -> Self {
+        self.probabilistic_steal = probabilistic;
+        self
+    }
+
+    /// How much a steal takes: one job (the default) or the victim's
+    /// oldest block of jobs.
+    pub fn steal_batch(mut self, batch: StealBatch) -> Self {
+        self.steal_batch = batch;
+        self
+    }
+
+    /// What idle workers do (default: [`IdlePolicy::Park`]). See
+    /// [`IdlePolicy`].
+    ///
+    /// ```
+    /// let pool = bwos::ThreadPoolBuilder::new()
+    ///     .num_threads(2)
+    ///     .idle_policy(bwos::IdlePolicy::Balanced)
+    ///     .build()?;
+    /// assert_eq!(pool.install(|| bwos::join(|| 1, || 2)), (1, 2));
+    /// # Ok::<(), bwos::ThreadPoolBuildError>(())
+    /// ```
+    pub fn idle_policy(mut self, policy: IdlePolicy) -> Self {
+        self.idle_policy = policy;
+        self
+    }
+
+    /// Failed steal attempts (one per victim found empty, one per round in
+    /// a pool of one thread) before a thief may sleep: BWS's
+    /// `SleepThreshold`. Default [`DEFAULT_SLEEP_THRESHOLD`]. `0` makes
+    /// [`build`](Self::build) fail with
+    /// [`ThreadPoolBuildError::InvalidOption`].
+    ///
+    /// [`DEFAULT_SLEEP_THRESHOLD`]: crate::DEFAULT_SLEEP_THRESHOLD
+    pub fn sleep_threshold(mut self, attempts: u32) -> Self {
+        self.sleep_threshold = Some(attempts);
+        self
+    }
+
+    /// Pins worker `i` to the `i`-th CPU the process may run on (modulo
+    /// their number), so that [`StealPolicy::Topology`] knows where each
+    /// worker runs. Linux only: elsewhere, or if the kernel refuses,
+    /// [`build`](Self::build) fails with [`ThreadPoolBuildError::Pin`].
+    /// Default `false`: workers go where the OS puts them, and publish the
+    /// CPU they last ran on.
+    pub fn pin_threads(mut self, pin: bool) -> Self {
+        self.pin_threads = pin;
+        self
+    }
+
+    /// Whether [`IdlePolicy::Balanced`] thieves yield their core to a busy
+    /// victim that seems preempted on it (default `true`). For measuring
+    /// the heuristic (`bwos-bench corun`); not part of the stable API.
+    #[doc(hidden)]
+    pub fn yield_to_victim(mut self, enabled: bool) -> Self {
+        self.no_yield_to_victim = !enabled;
+        self
+    }
+
+    /// Checks the options that have constraints.
+    fn validate(&self) -> Result<(), ThreadPoolBuildError> {
+        if let StealPolicy::BestOfMany { candidates: 0 } = self.steal_policy {
+            return Err(ThreadPoolBuildError::InvalidOption {
+                option: "steal_policy",
+                value: "BestOfMany { candidates: 0 }".into(),
+                allowed: "BestOfMany needs at least 1 candidate (more than the other \
+                          workers samples each of them once)",
+            });
+        }
+        if self.sleep_threshold == Some(0) {
+            return Err(ThreadPoolBuildError::InvalidOption {
+                option: "sleep_threshold",
+                value: "0".into(),
+                allowed: "a thief needs at least 1 failed steal attempt before it sleeps: \
+                          use 1 to 4294967295",
+            });
+        }
+        Ok(())
+    }
+
     /// The number of threads the pool will have, or why the configuration
     /// is invalid.
     pub fn resolved_num_threads(&self) -> Result<usize, ThreadPoolBuildError> {
@@ -146,12 +261,28 @@ impl ThreadPoolBuilder {
 
     /// Starts the threads. Returns once every worker is running.
     pub fn build(self) -> Result<ThreadPool, ThreadPoolBuildError> {
+        self.validate()?;
         let num_threads = self.resolved_num_threads()?;
         let mut name = self.thread_name;
         let (queues, stealers): (Vec<_>, Vec<_>) = (0..num_threads)
             .map(|_| lifo::new(self.queue_config.unwrap_or_else(default_queue_config)))
             .unzip();
-        let lazy_queueing = !self.eager_join;
+        let settings = WorkerSettings {
+            lazy_queueing: !self.eager_join,
+            topology: (self.steal_policy == StealPolicy::Topology)
+                .then(|| Arc::new(Topology::detect())),
+            steal: StealConfig {
+                policy: self.steal_policy,
+                probabilistic: self.probabilistic_steal,
+                batch: self.steal_batch,
+            },
+            idle: IdleConfig {
+                policy: self.idle_policy,
+                sleep_threshold: self.sleep_threshold.unwrap_or(DEFAULT_SLEEP_THRESHOLD),
+                yield_to_victim: !self.no_yield_to_victim,
+            },
+            pin_threads: self.pin_threads,
+        };
         let registry = Arc::new(Registry::new(stealers, self.panic_handler));
         let started = Arc::new(Started::default());
         let mut handles = Vec::with_capacity(num_threads);
@@ -165,8 +296,15 @@ impl ThreadPoolBuilder {
             }
             let worker_registry = Arc::clone(&registry);
             let worker_started = Arc::clone(&started);
+            let worker_settings = settings.clone();
             match thread.spawn(move || {
-                WorkerThread::main(worker_registry, index, queue, lazy_queueing, worker_started)
+                WorkerThread::main(
+                    worker_registry,
+                    index,
+                    queue,
+                    worker_settings,
+                    worker_started,
+                )
             }) {
                 Ok(handle) => handles.push(handle),
                 Err(error) => {
@@ -180,7 +318,12 @@ impl ThreadPoolBuilder {
         }
         started.wait_for(num_threads);
         registry.add_handles(handles);
-        Ok(ThreadPool { registry })
+        let pool = ThreadPool { registry };
+        if let Some((worker, error)) = started.take_failure() {
+            drop(pool);
+            return Err(ThreadPoolBuildError::Pin { worker, error });
+        }
+        Ok(pool)
     }
 
     /// Builds the global pool used by the free functions outside any pool.
@@ -200,29 +343,46 @@ impl ThreadPoolBuilder {
 /// pool is returned only when every worker can be woken.
 #[derive(Default)]
 pub(crate) struct Started {
-    count: Mutex<usize>,
+    state: Mutex<StartState>,
     all: Condvar,
+}
+
+#[derive(Default)]
+struct StartState {
+    count: usize,
+    /// The first worker that could not be set up as asked (pinning).
+    failure: Option<(usize, io::Error)>,
 }
 
 impl Started {
     pub(crate) fn worker_started(&self) {
-        *self.lock() += 1;
+        self.lock().count += 1;
         self.all.notify_all();
     }
 
+    /// Worker `index` could not be set up as configured; `build` stops the
+    /// pool and returns the error.
+    pub(crate) fn worker_failed(&self, index: usize, error: io::Error) {
+        self.lock().failure.get_or_insert((index, error));
+    }
+
+    fn take_failure(&self) -> Option<(usize, io::Error)> {
+        self.lock().failure.take()
+    }
+
     fn wait_for(&self, workers: usize) {
-        let mut count = self.lock();
-        while *count < workers {
-            count = self
+        let mut state = self.lock();
+        while state.count < workers {
+            state = self
                 .all
-                .wait(count)
+                .wait(state)
                 .unwrap_or_else(|poison| poison.into_inner());
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, usize> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, StartState> {
         // Nothing panics while holding this lock.
-        self.count
+        self.state
             .lock()
             .unwrap_or_else(|poison| poison.into_inner())
     }
@@ -241,6 +401,12 @@ impl fmt::Debug for ThreadPoolBuilder {
             .field("panic_handler", &self.panic_handler.is_some())
             .field("queue_config", &self.queue_config)
             .field("lazy_queueing", &!self.eager_join)
+            .field("steal_policy", &self.steal_policy)
+            .field("probabilistic_steal", &self.probabilistic_steal)
+            .field("steal_batch", &self.steal_batch)
+            .field("idle_policy", &self.idle_policy)
+            .field("sleep_threshold", &self.sleep_threshold)
+            .field("pin_threads", &self.pin_threads)
             .finish()
     }
 }
@@ -269,6 +435,23 @@ pub enum ThreadPoolBuildError {
     },
     /// The operating system refused to start a thread.
     Spawn(io::Error),
+    /// An option has a value it does not allow.
+    InvalidOption {
+        /// The builder method.
+        option: &'static str,
+        /// The value given.
+        value: String,
+        /// What is allowed.
+        allowed: &'static str,
+    },
+    /// A worker could not be pinned to a CPU
+    /// ([`ThreadPoolBuilder::pin_threads`]).
+    Pin {
+        /// The worker's index.
+        worker: usize,
+        /// Why the OS refused.
+        error: io::Error,
+    },
 }
 
 impl fmt::Display for ThreadPoolBuildError {
@@ -296,6 +479,17 @@ impl fmt::Display for ThreadPoolBuildError {
             ThreadPoolBuildError::Spawn(error) => {
                 write!(f, "could not start a worker thread: {error}")
             }
+            ThreadPoolBuildError::InvalidOption {
+                option,
+                value,
+                allowed,
+            } => write!(
+                f,
+                "ThreadPoolBuilder::{option}({value}) is invalid: {allowed}"
+            ),
+            ThreadPoolBuildError::Pin { worker, error } => {
+                write!(f, "could not pin worker {worker} to a CPU: {error}")
+            }
         }
     }
 }
@@ -303,7 +497,9 @@ impl fmt::Display for ThreadPoolBuildError {
 impl std::error::Error for ThreadPoolBuildError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            ThreadPoolBuildError::Spawn(error) => Some(error),
+            ThreadPoolBuildError::Spawn(error) | ThreadPoolBuildError::Pin { error, .. } => {
+                Some(error)
+            }
             _ => None,
         }
     }

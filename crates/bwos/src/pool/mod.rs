@@ -11,6 +11,7 @@ use std::sync::Arc;
 use registry::Registry;
 
 use crate::scope::Scope;
+use crate::stats::PoolStats;
 
 /// A pool of worker threads, each with a BWoS queue.
 ///
@@ -78,6 +79,21 @@ impl ThreadPool {
     /// The number of worker threads.
     pub fn current_num_threads(&self) -> usize {
         self.registry.num_threads()
+    }
+
+    /// What the workers did while they looked for work, summed over all
+    /// workers since the pool was built: steals, failed attempts, sleeps,
+    /// wake-ups, BWS credits and yields (see [`PoolStats`]).
+    ///
+    /// ```
+    /// let pool = bwos::ThreadPoolBuilder::new().num_threads(2).build()?;
+    /// pool.install(|| bwos::join(|| (), || ()));
+    /// let stats: bwos::PoolStats = pool.stats();
+    /// assert!(stats.wakeups <= stats.sleeps);
+    /// # Ok::<(), bwos::ThreadPoolBuildError>(())
+    /// ```
+    pub fn stats(&self) -> PoolStats {
+        self.registry.stats()
     }
 
     /// The index of the calling thread in this pool, or `None` if it is not

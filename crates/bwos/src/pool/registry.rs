@@ -9,10 +9,14 @@ use std::thread::{JoinHandle, Thread};
 
 use bwos_queue::lifo;
 use crossbeam_deque::{Injector, Steal};
+use crossbeam_utils::CachePadded;
 
+use crate::idle::balance::Balance;
 use crate::idle::sleep::Sleep;
 use crate::job::{HeapJob, JobRef, StackJob};
 use crate::latch::{CoreLatch, ThreadLatch};
+use crate::stats::{PoolStats, WorkerCounters};
+use crate::steal::WhereWorkersRun;
 use crate::sync::{AtomicUsize, Ordering};
 use crate::worker::WorkerThread;
 
@@ -24,6 +28,9 @@ pub(crate) struct Registry {
     threads: Box<[OnceLock<Thread>]>,
     injector: Injector<JobRef>,
     pub(crate) sleep: Sleep,
+    /// Wake-up credits, heartbeats and the watchdog role (BWS).
+    pub(crate) balance: Balance,
+    counters: Box<[CachePadded<WorkerCounters>]>,
     /// `ThreadPool` handles plus unfinished `spawn`ed jobs; the pool shuts
     /// down when it reaches zero.
     terminate_count: AtomicUsize,
@@ -45,6 +52,8 @@ impl Registry {
             threads: (0..n).map(|_| OnceLock::new()).collect(),
             injector: Injector::new(),
             sleep: Sleep::new(n),
+            balance: Balance::new(n),
+            counters: (0..n).map(|_| CachePadded::default()).collect(),
             terminate_count: AtomicUsize::new(1),
             terminate_latches: (0..n).map(|_| CoreLatch::new()).collect(),
             panic_handler,
@@ -58,6 +67,20 @@ impl Registry {
 
     pub(crate) fn stealers(&self) -> &[lifo::Stealer<JobRef>] {
         &self.stealers
+    }
+
+    /// Worker `index`'s scheduler counters.
+    pub(crate) fn counters(&self, index: usize) -> &WorkerCounters {
+        &self.counters[index]
+    }
+
+    /// The counters of all workers, summed.
+    pub(crate) fn stats(&self) -> PoolStats {
+        let mut sum = PoolStats::default();
+        for counters in self.counters.iter() {
+            counters.add_to(&mut sum);
+        }
+        sum
     }
 
     pub(crate) fn terminate_latch(&self, index: usize) -> &CoreLatch {
@@ -243,6 +266,12 @@ impl Registry {
             // Workers abort rather than unwind, so join cannot fail.
             let _ = handle.join();
         }
+    }
+}
+
+impl WhereWorkersRun for Registry {
+    fn cpu_of(&self, index: usize) -> Option<u32> {
+        self.balance.cpu_of(index)
     }
 }
 
