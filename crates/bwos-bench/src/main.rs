@@ -2,6 +2,7 @@
 //! on this machine, with the libraries users would pick instead measured in
 //! the same run. One subcommand per experiment; `report` runs them all.
 
+mod corun;
 mod forkjoin;
 mod header;
 mod queue;
@@ -29,18 +30,38 @@ enum Command {
     /// Fork/join workloads (fib, n-queens, tree sums) on serial code, bwos,
     /// rayon and chili, on one thread and on all cores.
     Forkjoin(forkjoin::ForkJoinArgs),
-    /// Every experiment, one report: `queue`, then `forkjoin` (JSON of the
-    /// latter next to the former's, as `forkjoin.json`).
+    /// The BWS paper's co-run experiment: two programs at once (fib, a
+    /// tree sum, LOOP) on bwos with each idle policy, rayon and chili;
+    /// plus solo costs, oversubscription and the stealing-policy table.
+    Corun(corun::CorunArgs),
+    /// Every experiment, one report: `queue`, `forkjoin`, then a short
+    /// `corun` (JSON of the others next to the first's, as
+    /// `forkjoin.json` and `corun.json`).
     Report(queue::QueueArgs),
+    /// One program of a co-run (started by `corun`; not for direct use).
+    #[command(hide = true)]
+    CorunChild(corun::ChildArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::CorunChild(args) = &cli.command {
+        // The child's stdout is the protocol with its parent: no header.
+        return match corun::child::run(args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("error: {error}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let header = header::Header::collect();
     print!("{}", header.render());
     let outcome = match &cli.command {
         Command::Queue(args) => run_queue(&header, args),
         Command::Forkjoin(args) => run_forkjoin(&header, args),
+        Command::Corun(args) => run_corun(&header, args),
+        Command::CorunChild(_) => unreachable!("handled above"),
         Command::Report(args) => run_queue(&header, args).and_then(|()| {
             let mut forkjoin_args =
                 forkjoin::ForkJoinArgs::for_report(args.quick, args.repetitions, args.plot.clone());
@@ -48,7 +69,15 @@ fn main() -> ExitCode {
                 .json
                 .as_ref()
                 .map(|path| path.with_file_name("forkjoin.json"));
-            run_forkjoin(&header, &forkjoin_args)
+            run_forkjoin(&header, &forkjoin_args)?;
+            // A short co-run: one repetition, the default sizes.
+            let mut corun_args = corun::CorunArgs::for_report(args.quick, 1, args.plot.clone());
+            corun_args.seconds = 0.3;
+            corun_args.json = args
+                .json
+                .as_ref()
+                .map(|path| path.with_file_name("corun.json"));
+            run_corun(&header, &corun_args)
         }),
     };
     match outcome {
@@ -70,4 +99,10 @@ fn run_forkjoin(header: &header::Header, args: &forkjoin::ForkJoinArgs) -> std::
     let samples = forkjoin::run(args);
     print!("{}", forkjoin::tables(&samples));
     forkjoin::write_outputs(header, &samples, args)
+}
+
+fn run_corun(header: &header::Header, args: &corun::CorunArgs) -> std::io::Result<()> {
+    let samples = corun::run(args);
+    print!("{}", corun::tables(&samples));
+    corun::write_outputs(header, &samples, args)
 }

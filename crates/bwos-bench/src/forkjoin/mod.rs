@@ -9,7 +9,7 @@
 //! one scope), so that entering the pool is not what is measured.
 
 mod report;
-mod workloads;
+pub(crate) mod workloads;
 
 use std::hint::black_box;
 use std::num::NonZero;

@@ -1,0 +1,434 @@
+//! Tables, JSON and plots of `bwos-bench corun`.
+
+use std::fmt::Write as _;
+use std::io;
+use std::path::Path;
+
+use super::child::{Config, Program, Selector};
+use super::{CorunArgs, PAIRS, Sample, Section};
+use crate::header::Header;
+use crate::report::{Series, line_plot, write_files};
+use crate::stats::Summary;
+
+fn program_name(program: Program) -> &'static str {
+    match program {
+        Program::Fib => "fib",
+        Program::Tree => "tree",
+        Program::Loop => "LOOP",
+    }
+}
+
+/// Solo seconds per iteration of `program` (LOOP: config-independent).
+fn solo(
+    samples: &[Sample],
+    program: Program,
+    config: Config,
+    threads: usize,
+    rep: u32,
+) -> Option<f64> {
+    samples
+        .iter()
+        .find(|s| {
+            s.section == Section::Corun
+                && s.programs == [program]
+                && (program == Program::Loop || s.config == config)
+                && s.threads == threads
+                && s.repetition == rep
+        })
+        .map(|s| s.reports[0].seconds_per_iteration)
+}
+
+/// Per repetition: the slowdowns of both programs of a co-run.
+struct Corun {
+    slowdowns: Vec<(f64, f64)>,
+}
+
+impl Corun {
+    fn of(samples: &[Sample], pair: (Program, Program), config: Config, threads: usize) -> Corun {
+        let slowdowns = samples
+            .iter()
+            .filter(|s| {
+                s.section == Section::Corun
+                    && s.programs == [pair.0, pair.1]
+                    && s.config == config
+                    && s.threads == threads
+            })
+            .filter_map(|s| {
+                let ta = solo(samples, pair.0, config, threads, s.repetition)?;
+                let tb = solo(samples, pair.1, config, threads, s.repetition)?;
+                let ca = s.reports[0].seconds_per_iteration;
+                let cb = s.reports[1].seconds_per_iteration;
+                Some(((ca - ta) / ta, (cb - tb) / tb))
+            })
+            .collect();
+        Corun { slowdowns }
+    }
+
+    fn unfairness(&self) -> Vec<f64> {
+        self.slowdowns.iter().map(|(a, b)| (a - b).abs()).collect()
+    }
+
+    fn throughput(&self) -> Vec<f64> {
+        self.slowdowns
+            .iter()
+            .map(|(a, b)| 1.0 / (1.0 + a) + 1.0 / (1.0 + b))
+            .collect()
+    }
+}
+
+fn percent(summary: Option<Summary>) -> String {
+    summary.map_or("n/a".into(), |s| {
+        format!(
+            "{:.0}% [{:.0}-{:.0}]",
+            s.median * 100.0,
+            s.min * 100.0,
+            s.max * 100.0
+        )
+    })
+}
+
+fn plain(summary: Option<Summary>) -> String {
+    summary.map_or("n/a".into(), |s| {
+        format!("{:.2} [{:.2}-{:.2}]", s.median, s.min, s.max)
+    })
+}
+
+fn configs_in(samples: &[Sample], section: Section) -> Vec<Config> {
+    let mut configs = Vec::new();
+    for sample in samples.iter().filter(|s| s.section == section) {
+        if sample.programs != [Program::Loop] && !configs.contains(&sample.config) {
+            configs.push(sample.config);
+        }
+    }
+    configs
+}
+
+fn thread_counts(samples: &[Sample], section: Section) -> Vec<usize> {
+    let mut counts: Vec<usize> = samples
+        .iter()
+        .filter(|s| s.section == section)
+        .map(|s| s.threads)
+        .collect();
+    counts.sort_unstable();
+    counts.dedup();
+    counts
+}
+
+/// Average unfairness and throughput of `config` over the pairs (means of
+/// the per-pair medians).
+fn averages(samples: &[Sample], config: Config, threads: usize) -> Option<(f64, f64)> {
+    let mut unfairness = Vec::new();
+    let mut throughput = Vec::new();
+    for pair in PAIRS {
+        let corun = Corun::of(samples, pair, config, threads);
+        unfairness.push(Summary::of(&corun.unfairness())?.median);
+        throughput.push(Summary::of(&corun.throughput())?.median);
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    Some((mean(&unfairness), mean(&throughput)))
+}
+
+/// Every table of the experiment.
+pub fn tables(samples: &[Sample]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "\n# Co-runs (BWS, EuroSys'12, Figures 2 and 3)\n");
+    let _ = writeln!(
+        out,
+        "Two programs at once, as separate processes, each with the given number of workers.\n\
+         slowdown: (T_c - T_s) / T_s; unfairness: larger slowdown - smaller; throughput: sum of\n\
+         T_s / T_c (2.0 is perfect). Medians [min-max] over the repetitions."
+    );
+    let configs = configs_in(samples, Section::Corun);
+    for threads in thread_counts(samples, Section::Corun) {
+        let _ = writeln!(out, "\n## {threads} workers per program\n");
+        let _ = writeln!(
+            out,
+            "| pair | configuration | slowdown 1st | slowdown 2nd | unfairness | throughput |"
+        );
+        let _ = writeln!(out, "|---|---|---|---|---|---|");
+        for pair in PAIRS {
+            for &config in &configs {
+                let corun = Corun::of(samples, pair, config, threads);
+                let first: Vec<f64> = corun.slowdowns.iter().map(|s| s.0).collect();
+                let second: Vec<f64> = corun.slowdowns.iter().map(|s| s.1).collect();
+                let _ = writeln!(
+                    out,
+                    "| {} + {} | {} | {} | {} | {} | {} |",
+                    program_name(pair.0),
+                    program_name(pair.1),
+                    config.name(),
+                    percent(Summary::of(&first)),
+                    percent(Summary::of(&second)),
+                    percent(Summary::of(&corun.unfairness())),
+                    plain(Summary::of(&corun.throughput())),
+                );
+            }
+        }
+        let _ = writeln!(out, "\n### Averages over the pairs, {threads} workers\n");
+        let _ = writeln!(
+            out,
+            "| configuration | average unfairness | average throughput | throughput vs bwos yield | vs rayon | vs bwos park |"
+        );
+        let _ = writeln!(out, "|---|---|---|---|---|---|");
+        let reference = |c| averages(samples, c, threads).map(|a| a.1);
+        for &config in &configs {
+            let Some((unfairness, throughput)) = averages(samples, config, threads) else {
+                continue;
+            };
+            let versus = |c| {
+                reference(c).map_or("n/a".into(), |r: f64| {
+                    format!("{:+.1}%", (throughput / r - 1.0) * 100.0)
+                })
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {:.0}% | {:.2} | {} | {} | {} |",
+                config.name(),
+                unfairness * 100.0,
+                throughput,
+                versus(Config::BwosYield),
+                versus(Config::Rayon),
+                versus(Config::BwosPark),
+            );
+        }
+    }
+    solo_costs(&mut out, samples);
+    oversubscribed(&mut out, samples);
+    policies(&mut out, samples);
+    stats(&mut out, samples);
+    out
+}
+
+/// Solo time of each configuration, and of each bwos idle policy against
+/// `Spin` (ratios of back-to-back runs).
+fn solo_costs(out: &mut String, samples: &[Sample]) {
+    let configs = configs_in(samples, Section::Corun);
+    let _ = writeln!(
+        out,
+        "\n# Solo runs: each configuration alone, and its cost against bwos spin\n"
+    );
+    let _ = writeln!(
+        out,
+        "| workers | program | configuration | time per iteration | time / bwos spin's |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|");
+    for threads in thread_counts(samples, Section::Corun) {
+        for program in [Program::Fib, Program::Tree] {
+            let series = |config| -> Vec<f64> {
+                let reps = samples.iter().map(|s| s.repetition).max().unwrap_or(0);
+                (0..=reps)
+                    .filter_map(|rep| solo(samples, program, config, threads, rep))
+                    .collect()
+            };
+            let spin = series(Config::BwosSpin);
+            for &config in &configs {
+                let times = series(config);
+                let Some(summary) = Summary::of(&times) else {
+                    continue;
+                };
+                let _ = writeln!(
+                    out,
+                    "| {threads} | {} | {} | {:.2} ms [{:.2}-{:.2}] | {} |",
+                    program_name(program),
+                    config.name(),
+                    summary.median * 1e3,
+                    summary.min * 1e3,
+                    summary.max * 1e3,
+                    plain(Summary::of_ratios(&times, &spin)),
+                );
+            }
+        }
+    }
+}
+
+fn oversubscribed(out: &mut String, samples: &[Sample]) {
+    let counts = thread_counts(samples, Section::Oversubscribed);
+    let (Some(&few), Some(&many)) = (counts.first(), counts.last()) else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "\n# Oversubscribed: one program alone, {many} workers against {few} (only its threads alive)\n"
+    );
+    let _ = writeln!(
+        out,
+        "| configuration | program | time with {few} | time with {many} / time with {few} |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|");
+    for config in configs_in(samples, Section::Oversubscribed) {
+        for program in [Program::Fib, Program::Tree] {
+            let series = |threads| -> Vec<f64> {
+                samples
+                    .iter()
+                    .filter(|s| {
+                        s.section == Section::Oversubscribed
+                            && s.config == config
+                            && s.programs == [program]
+                            && s.threads == threads
+                    })
+                    .map(|s| s.reports[0].seconds_per_iteration)
+                    .collect()
+            };
+            let (base, over) = (series(few), series(many));
+            let Some(summary) = Summary::of(&base) else {
+                continue;
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {:.2} ms | {} |",
+                config.name(),
+                program_name(program),
+                summary.median * 1e3,
+                plain(Summary::of_ratios(&over, &base)),
+            );
+        }
+    }
+}
+
+fn policies(out: &mut String, samples: &[Sample]) {
+    let policy: Vec<&Sample> = samples
+        .iter()
+        .filter(|s| s.section == Section::Policies)
+        .collect();
+    if policy.is_empty() {
+        return;
+    }
+    let threads = policy[0].threads;
+    let _ = writeln!(
+        out,
+        "\n# Stealing policies (bwos, idle policy park, {threads} workers, solo)\n"
+    );
+    let _ = writeln!(
+        out,
+        "time / baseline's: median of back-to-back ratios against random, one job, no P_accept (< 1: faster)."
+    );
+    let _ = writeln!(
+        out,
+        "\n| selector | P_accept | batch | fib | fib / baseline | tree | tree / baseline |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
+    let series = |program, selector, probabilistic, block| -> Vec<f64> {
+        policy
+            .iter()
+            .filter(|s| {
+                s.programs == [program]
+                    && s.selector == selector
+                    && s.probabilistic == probabilistic
+                    && s.block == block
+            })
+            .map(|s| s.reports[0].seconds_per_iteration)
+            .collect()
+    };
+    for selector in Selector::ALL {
+        for probabilistic in [false, true] {
+            for block in [false, true] {
+                let mut row = format!(
+                    "| {} | {} | {} |",
+                    selector.name(),
+                    if probabilistic { "yes" } else { "no" },
+                    if block { "block" } else { "one" }
+                );
+                for program in [Program::Fib, Program::Tree] {
+                    let times = series(program, selector, probabilistic, block);
+                    let base = series(program, Selector::Random, false, false);
+                    let time = Summary::of(&times)
+                        .map_or("n/a".into(), |s| format!("{:.2} ms", s.median * 1e3));
+                    let _ = write!(
+                        row,
+                        " {time} | {} |",
+                        plain(Summary::of_ratios(&times, &base))
+                    );
+                }
+                let _ = writeln!(out, "{row}");
+            }
+        }
+    }
+}
+
+/// The scheduler counters of the bwos configurations in the fib + tree
+/// co-run (first repetition, fewest workers).
+fn stats(out: &mut String, samples: &[Sample]) {
+    let Some(&threads) = thread_counts(samples, Section::Corun).first() else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "\n# PoolStats in the fib + tree co-run ({threads} workers, first repetition; every run's are in the JSON)\n"
+    );
+    let _ = writeln!(
+        out,
+        "| configuration | program | steals | failed attempts | sleeps | wake-ups | credits earned / spent | yields to victim |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|");
+    for sample in samples.iter().filter(|s| {
+        s.section == Section::Corun
+            && s.programs == [Program::Fib, Program::Tree]
+            && s.threads == threads
+            && s.repetition == 0
+    }) {
+        for (program, report) in sample.programs.iter().zip(&sample.reports) {
+            let Some(st) = &report.stats else {
+                continue;
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} / {} | {} |",
+                sample.config.name(),
+                program_name(*program),
+                st.steals,
+                st.failed_steals,
+                st.sleeps,
+                st.wakeups,
+                st.credits_earned,
+                st.credits_spent,
+                st.yields_to_victim
+            );
+        }
+    }
+}
+
+/// Writes the JSON file and the plots the arguments ask for.
+pub fn write_outputs(header: &Header, samples: &[Sample], args: &CorunArgs) -> io::Result<()> {
+    write_files(
+        header,
+        samples,
+        args.json.as_deref(),
+        args.plot.as_deref(),
+        |dir| plots(samples, dir),
+    )
+}
+
+/// Per worker count: average unfairness and throughput per configuration.
+fn plots(samples: &[Sample], dir: &Path) -> io::Result<Vec<String>> {
+    let configs = configs_in(samples, Section::Corun);
+    let mut written = Vec::new();
+    for threads in thread_counts(samples, Section::Corun) {
+        let points = |pick: fn((f64, f64)) -> f64| -> Vec<(f64, f64)> {
+            configs
+                .iter()
+                .enumerate()
+                .filter_map(|(i, &c)| Some((i as f64, pick(averages(samples, c, threads)?))))
+                .collect()
+        };
+        let series: Vec<Series> = vec![
+            ("average unfairness (fraction)", points(|a| a.0)),
+            ("average throughput (weighted speedup)", points(|a| a.1)),
+        ];
+        let name = format!("corun-{threads}-workers.svg");
+        let label = |x: &f64| {
+            configs
+                .get(x.round() as usize)
+                .map_or(String::new(), |c| c.name().to_string())
+        };
+        line_plot(
+            &dir.join(&name),
+            &format!("co-runs, {threads} workers per program"),
+            "configuration",
+            "unfairness / throughput",
+            &series,
+            Some(&label),
+        )?;
+        written.push(dir.join(name).display().to_string());
+    }
+    Ok(written)
+}
