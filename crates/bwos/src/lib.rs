@@ -25,8 +25,10 @@
 //!
 //! Module map (see `DESIGN.md`): `pool` (pools, registry, injector,
 //! global pool, shutdown), `worker` (the scheduling loop), `steal` (victim
-//! selection), `idle` (spin, yield, sleep), `join` and `scope` (front
-//! ends), `job` and `latch` (what the front ends hand to workers).
+//! selection: [`StealPolicy`], [`StealBatch`]), `idle` (what idle workers
+//! do: [`IdlePolicy`], including BWS's balanced work stealing), `stats`
+//! ([`PoolStats`]), `join` and `scope` (front ends), `job` and `latch`
+//! (what the front ends hand to workers).
 //!
 //! # Panics
 //! A panic in user code never aborts the process: it reaches the caller
@@ -57,8 +59,8 @@
 //!   aborts the process when there is none (as in rayon).
 //!
 //! # Verification
-//! The latch protocol, the Nowa scope counter and the sleep protocol are
-//! model-checked with loom: `RUSTFLAGS="--cfg loom" cargo test -p bwos
+//! The latch protocol, the Nowa scope counter, the sleep protocol and
+//! BWS's watchdog hand-off and credit wake-ups are model-checked with loom: `RUSTFLAGS="--cfg loom" cargo test -p bwos
 //! --release --lib` (a loom build compiles only these protocol cores and
 //! their models, `src/loom_models.rs`).
 

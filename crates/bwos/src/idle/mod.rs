@@ -28,8 +28,11 @@
 //!   bumps a heartbeat between jobs and publishes the CPU it last ran on.
 //!   A thief that finds the same busy victim twice in a row with the same
 //!   heartbeat, last seen on the thief's own CPU, concludes that the
-//!   victim waits for this CPU and yields it (`sched_yield`). Whether that
-//!   helps is measured by `bwos-bench corun`; see [`IdlePolicy::Balanced`].
+//!   victim waits for this CPU and yields it (`sched_yield`). Measured by
+//!   `bwos-bench corun` (2-core VM, 5 repetitions) it fired 8 times in a
+//!   whole fib + tree co-run and changed neither fairness nor throughput
+//!   beyond the noise, so it is off by default (the hidden builder switch
+//!   `yield_to_victim` turns it on for measurements).
 //!
 //! # No lost wake-up
 //! None of the above is needed for correctness. Any sleep goes through
@@ -61,8 +64,13 @@ use sleep::SleepOutcome;
 /// falls asleep once the threshold is passed, so an idle pool uses no CPU;
 /// the policies differ in what thieves do while other workers are busy.
 ///
-/// The default is [`Park`](IdlePolicy::Park); the numbers behind it are
-/// in the README's co-run section (`bwos-bench corun`).
+/// The default is [`Park`](IdlePolicy::Park). Measured with `bwos-bench
+/// corun` (2-core VM, 5 repetitions): alone on the machine it is within
+/// noise of `Spin` with 2 workers (fib 1.01x, tree 1.07x of `Spin`'s time)
+/// and 0.71x-0.90x of it with 4 workers; in co-runs it has the lowest bwos
+/// unfairness with 4 workers per program (40%) while `Balanced` is fairer
+/// with 2 (37% against 80%). The README's "Scheduling policies" section
+/// has the tables.
 ///
 /// ```
 /// let pool = bwos::ThreadPoolBuilder::new()
@@ -104,7 +112,11 @@ pub(crate) struct IdleConfig {
 }
 
 /// The default [`ThreadPoolBuilder::sleep_threshold`](crate::ThreadPoolBuilder::sleep_threshold):
-/// failed steal attempts before a thief may sleep.
+/// failed steal attempts before a thief may sleep. 32 keeps `Park` where
+/// it was before the policies existed (a two-worker pool spins 10 rounds,
+/// yields 22, then sleeps), which measured within noise of `Spin` alone on
+/// the machine; the BWS paper used 64 for 32 workers and found 32 to 256
+/// best. Not tuned further here.
 pub const DEFAULT_SLEEP_THRESHOLD: u32 = 32;
 
 /// Rounds spent spinning before `Park` starts yielding.

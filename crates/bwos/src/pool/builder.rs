@@ -46,7 +46,7 @@ pub struct ThreadPoolBuilder {
     idle_policy: IdlePolicy,
     sleep_threshold: Option<u32>,
     pin_threads: bool,
-    no_yield_to_victim: bool,
+    yield_to_victim: bool,
 }
 
 impl ThreadPoolBuilder {
@@ -204,11 +204,13 @@ impl ThreadPoolBuilder {
     }
 
     /// Whether [`IdlePolicy::Balanced`] thieves yield their core to a busy
-    /// victim that seems preempted on it (default `true`). For measuring
-    /// the heuristic (`bwos-bench corun`); not part of the stable API.
+    /// victim that seems preempted on it (default `false`: measured with
+    /// `bwos-bench corun`, it fired a handful of times per run and its
+    /// effect was within noise; see the README). For measuring the
+    /// heuristic; not part of the stable API.
     #[doc(hidden)]
     pub fn yield_to_victim(mut self, enabled: bool) -> Self {
-        self.no_yield_to_victim = !enabled;
+        self.yield_to_victim = enabled;
         self
     }
 
@@ -279,7 +281,7 @@ impl ThreadPoolBuilder {
             idle: IdleConfig {
                 policy: self.idle_policy,
                 sleep_threshold: self.sleep_threshold.unwrap_or(DEFAULT_SLEEP_THRESHOLD),
-                yield_to_victim: !self.no_yield_to_victim,
+                yield_to_victim: self.yield_to_victim,
             },
             pin_threads: self.pin_threads,
         };

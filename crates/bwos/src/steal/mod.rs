@@ -29,9 +29,10 @@ use topology::{TIERS, Topology};
 ///
 /// The default is [`Random`](StealPolicy::Random). Measured on the
 /// fork/join workloads of `bwos-bench corun` (fib(30), a 10M-node tree
-/// sum, 2 workers on a 2-core VM), the selectors are within noise of each
-/// other there: with two workers every selector has one victim. See the
-/// README's policy table for the numbers.
+/// sum, 2 workers on a 2-core VM, 5 repetitions), every other selector
+/// was within noise of it or slower (medians 0.93x-1.31x of its time;
+/// `Topology` and `BestOfMany` slowest): with two workers every thief has
+/// one victim. See the README's "Scheduling policies" section.
 ///
 /// ```
 /// let pool = bwos::ThreadPoolBuilder::new()
