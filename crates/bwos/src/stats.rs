@@ -15,7 +15,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What the workers of a pool did while they looked for work, summed over
 /// all workers since the pool was built. Returned by
-/// [`ThreadPool::stats`](crate::ThreadPool::stats).
+/// [`ThreadPool::stats`](crate::ThreadPool::stats). With the `serde`
+/// feature it is `Serialize + Deserialize`.
 ///
 /// ```
 /// let pool = bwos::ThreadPoolBuilder::new().num_threads(2).build()?;
@@ -26,6 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// # Ok::<(), bwos::ThreadPoolBuildError>(())
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct PoolStats {
     /// Jobs taken from another worker's queue (a block counts once).
     pub steals: u64,

@@ -148,39 +148,13 @@ pub struct ChildReport {
     pub seconds_per_iteration: f64,
     pub iterations: u32,
     /// bwos pools only.
-    pub stats: Option<Stats>,
-}
-
-/// `bwos::PoolStats`, serializable.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Stats {
-    pub steals: u64,
-    pub failed_steals: u64,
-    pub sleeps: u64,
-    pub wakeups: u64,
-    pub credits_earned: u64,
-    pub credits_spent: u64,
-    pub yields_to_victim: u64,
-}
-
-impl From<bwos::PoolStats> for Stats {
-    fn from(s: bwos::PoolStats) -> Self {
-        Stats {
-            steals: s.steals,
-            failed_steals: s.failed_steals,
-            sleeps: s.sleeps,
-            wakeups: s.wakeups,
-            credits_earned: s.credits_earned,
-            credits_spent: s.credits_spent,
-            yields_to_victim: s.yields_to_victim,
-        }
-    }
+    pub stats: Option<bwos::PoolStats>,
 }
 
 /// One program instance, ready to run iterations.
 trait Runner {
     fn iteration(&mut self);
-    fn stats(&self) -> Option<Stats> {
+    fn stats(&self) -> Option<bwos::PoolStats> {
         None
     }
 }
@@ -195,8 +169,8 @@ impl<F: FnMut()> Runner for ForkJoin<F> {
         (self.run)();
     }
 
-    fn stats(&self) -> Option<Stats> {
-        self.pool.as_ref().map(|pool| pool.stats().into())
+    fn stats(&self) -> Option<bwos::PoolStats> {
+        self.pool.map(|pool| pool.stats())
     }
 }
 
