@@ -88,8 +88,8 @@ pub(crate) struct WorkerThread {
     /// pool's real hint. That keeps the option off the default fast path.
     eager_join: Option<IdleHint>,
     idle_config: IdleConfig,
-    /// Whether to publish the CPU between jobs (for topology-aware
-    /// stealing and yielding to a preempted victim).
+    /// Whether to publish the heartbeat and CPU between jobs (for
+    /// topology-aware stealing and yielding to a preempted victim).
     publish_cpu: bool,
 }
 
@@ -189,8 +189,8 @@ impl WorkerThread {
         true
     }
 
-    /// Between two jobs: bump the heartbeat thieves watch, and publish
-    /// where this worker runs when the pool's policies use it.
+    /// Between two jobs: bump the heartbeat and publish where this worker
+    /// runs, when the pool's policies read them.
     fn beat(&self) {
         if self.publish_cpu {
             self.registry.balance.beat(self.index, current_cpu());
@@ -295,7 +295,10 @@ impl WorkerThread {
             registry,
             victims: Victims::new(index, settings.steal.clone(), settings.topology.clone()),
             idle_config: settings.idle,
-            publish_cpu: settings.idle.policy == IdlePolicy::Balanced
+            // Only these read heartbeats and CPUs: elsewhere a
+            // `sched_getcpu` per job would be wasted.
+            publish_cpu: (settings.idle.policy == IdlePolicy::Balanced
+                && settings.idle.yield_to_victim)
                 || settings.steal.policy == StealPolicy::Topology,
         };
         worker.registry.balance.beat(index, current_cpu());
