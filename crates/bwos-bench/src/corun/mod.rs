@@ -115,11 +115,11 @@ impl Running {
         let mut command = Command::new(exe);
         command
             .arg("corun-child")
-            .args(["--program", value_name(&args.program)])
-            .args(["--config", value_name(&args.config)])
+            .args(["--program", &value_name(&args.program)])
+            .args(["--config", &value_name(&args.config)])
             .args(["--threads", &args.threads.to_string()])
             .args(["--seconds", &args.seconds.to_string()])
-            .args(["--selector", value_name(&args.selector)]);
+            .args(["--selector", &value_name(&args.selector)]);
         if args.quick {
             command.arg("--quick");
         }
@@ -176,10 +176,10 @@ impl Running {
     }
 }
 
-fn value_name<T: clap::ValueEnum>(value: &T) -> &'static str {
+/// The command-line spelling of `value`.
+fn value_name<T: clap::ValueEnum>(value: &T) -> String {
     let possible = value.to_possible_value().expect("no skipped variants");
-    // Leaked once per call site value; the set of names is tiny.
-    Box::leak(possible.get_name().to_string().into_boxed_str())
+    possible.get_name().to_string()
 }
 
 /// Runs the programs of `args` at the same time; returns their reports.
