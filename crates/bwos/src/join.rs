@@ -86,7 +86,7 @@ where
     // Hungry workers get the jobs queued so far: the oldest, and in
     // fork/join the biggest. Otherwise, with enough jobs queued, `b` is not
     // worth queueing.
-    if private > 0 && !(worker.anyone_idle() && worker.offer()) && private >= JOIN_SLACK {
+    if private > 0 && !worker.offer_if_hungry() && private >= JOIN_SLACK {
         return join_sequential(a, b);
     }
     let job_b = StackJob::new(WorkerLatch::new(worker), b);
