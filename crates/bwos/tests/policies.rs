@@ -134,21 +134,19 @@ fn block_steals_with_a_tiny_queue_lose_nothing() {
 }
 
 /// A join whose `a` waits until `b` ran elsewhere: `b` must be stolen.
-/// `a` joins once more before it waits: a worker shares its queued jobs
-/// with hungry workers at its next `join` (see the `worker` module).
+/// `a` keeps joining while it waits: a worker shares its queued jobs with
+/// hungry workers only at a `join` (see the `worker` module), and the
+/// other worker may become hungry after any given one of them (a single
+/// join before waiting made this test hang whenever the other worker had
+/// not started searching yet).
 fn forced_steal(pool: &ThreadPool) {
     let b_ran = AtomicBool::new(false);
     pool.install(|| {
         bwos::join(
             || {
-                bwos::join(
-                    || {
-                        while !b_ran.load(Ordering::Acquire) {
-                            std::thread::yield_now();
-                        }
-                    },
-                    || (),
-                )
+                while !b_ran.load(Ordering::Acquire) {
+                    bwos::join(std::thread::yield_now, || ());
+                }
             },
             || b_ran.store(true, Ordering::Release),
         )

@@ -92,7 +92,11 @@ pub enum IdlePolicy {
     /// worker is busy: the ABP / Cilk++ behaviour BWS measures against.
     Yield,
     /// Spin for a few rounds, then yield after each round, then sleep
-    /// once the sleep threshold is passed (rayon's approach).
+    /// once the sleep threshold is passed (rayon's approach). A pool with
+    /// more workers than the machine has cores skips the spinning rounds:
+    /// there a spinning thief holds a core that a preempted worker with
+    /// work is waiting for (fib(30) on 8 workers over 2 cores: median
+    /// 1.03x the time of 2 workers with, 1.15x without, 8 interleaved runs).
     #[default]
     Park,
     /// Balanced work stealing (BWS Algorithm 2): wake-up credits, a
@@ -109,6 +113,8 @@ pub(crate) struct IdleConfig {
     pub(crate) sleep_threshold: u32,
     /// Whether `Balanced` thieves yield to a seemingly preempted victim.
     pub(crate) yield_to_victim: bool,
+    /// More workers than available cores: `Park` does not spin.
+    pub(crate) oversubscribed: bool,
 }
 
 /// The default [`ThreadPoolBuilder::sleep_threshold`](crate::ThreadPoolBuilder::sleep_threshold):
@@ -248,7 +254,7 @@ impl Idle {
                 }
             }
             IdlePolicy::Park => {
-                if self.rounds < SPIN_ROUNDS {
+                if self.rounds < SPIN_ROUNDS && !config.oversubscribed {
                     spin(self.rounds);
                 } else {
                     std::thread::yield_now();

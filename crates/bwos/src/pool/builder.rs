@@ -282,6 +282,7 @@ impl ThreadPoolBuilder {
                 policy: self.idle_policy,
                 sleep_threshold: self.sleep_threshold.unwrap_or(DEFAULT_SLEEP_THRESHOLD),
                 yield_to_victim: self.yield_to_victim,
+                oversubscribed: num_threads > default_parallelism(),
             },
             pin_threads: self.pin_threads,
         };
