@@ -133,23 +133,26 @@ fn block_steals_with_a_tiny_queue_lose_nothing() {
     });
 }
 
-/// A join whose `a` waits until `b` ran elsewhere: `b` must be stolen.
-/// `a` keeps joining while it waits: a worker shares its queued jobs with
-/// hungry workers only at a `join` (see the `worker` module), and the
-/// other worker may become hungry after any given one of them (a single
-/// join before waiting made this test hang whenever the other worker had
-/// not started searching yet).
-fn forced_steal(pool: &ThreadPool) {
-    let b_ran = AtomicBool::new(false);
+/// `rounds` joins in a row on one worker, each of whose `a` waits until
+/// its `b` ran elsewhere: each `b` must be stolen, so the worker must share
+/// again after each steal. `a` keeps joining while it waits: a worker
+/// shares its queued jobs with hungry workers only at a `join` (see the
+/// `worker` module), and the other worker may become hungry after any
+/// given one of them (a single join before waiting made this test hang
+/// whenever the other worker had not started searching yet).
+fn forced_steals(pool: &ThreadPool, rounds: usize) {
     pool.install(|| {
-        bwos::join(
-            || {
-                while !b_ran.load(Ordering::Acquire) {
-                    bwos::join(std::thread::yield_now, || ());
-                }
-            },
-            || b_ran.store(true, Ordering::Release),
-        )
+        for _ in 0..rounds {
+            let b_ran = AtomicBool::new(false);
+            bwos::join(
+                || {
+                    while !b_ran.load(Ordering::Acquire) {
+                        bwos::join(std::thread::yield_now, || ());
+                    }
+                },
+                || b_ran.store(true, Ordering::Release),
+            );
+        }
     });
 }
 
@@ -162,9 +165,9 @@ fn stats_count_steals_credits_and_sleeps() {
                 .idle_policy(idle)
                 .build()
                 .unwrap();
-            forced_steal(&pool);
+            forced_steals(&pool, 3);
             let stats = pool.stats();
-            assert!(stats.steals >= 1, "{idle:?}: b was stolen: {stats}");
+            assert!(stats.steals >= 3, "{idle:?}: every b was stolen: {stats}");
             if idle == IdlePolicy::Balanced {
                 assert!(
                     stats.credits_earned >= 2,
