@@ -30,8 +30,8 @@
 //!   heartbeat, last seen on the thief's own CPU, concludes that the
 //!   victim waits for this CPU and yields it (`sched_yield`). Measured by
 //!   `bwos-bench corun` (2-core VM, 5 repetitions) it fired 8 times in a
-//!   whole fib + tree co-run and changed neither fairness nor throughput
-//!   beyond the noise, so it is off by default (the hidden builder switch
+//!   whole fib + tree co-run (0 times in a later one) and changed neither
+//!   fairness nor throughput beyond the noise, so it is off by default (the hidden builder switch
 //!   `yield_to_victim` turns it on for measurements).
 //!
 //! # No lost wake-up
@@ -65,12 +65,15 @@ use sleep::SleepOutcome;
 /// the policies differ in what thieves do while other workers are busy.
 ///
 /// The default is [`Park`](IdlePolicy::Park). Measured with `bwos-bench
-/// corun` (2-core VM, 5 repetitions): alone on the machine it is within
-/// noise of `Spin` with 2 workers (fib 1.01x, tree 1.07x of `Spin`'s time)
-/// and 0.71x-0.90x of it with 4 workers; in co-runs it has the lowest bwos
-/// unfairness with 4 workers per program (40%) while `Balanced` is fairer
-/// with 2 (37% against 80%). The README's "Scheduling policies" section
-/// has the tables.
+/// corun` (2-core VM, 5 repetitions, revision 83f154f): alone on the
+/// machine it is within noise of `Spin` with 2 workers (fib 0.96x, tree
+/// 0.97x of `Spin`'s time) and 0.52x-0.80x of it with 4 workers. In
+/// co-runs `Balanced` is the fairest bwos policy (average unfairness 32%
+/// with 2 workers per program against `Park`'s 61%, 51% against 101% with
+/// 4), but its throughput is within noise of the others and the spread
+/// between repetitions is wide, so the default stays the policy that costs
+/// nothing alone. The README's "Scheduling policies" section has the
+/// tables.
 ///
 /// ```
 /// let pool = bwos::ThreadPoolBuilder::new()
