@@ -13,6 +13,15 @@
 //! co-runs of one repetition are measured back to back, configurations
 //! interleaved (reversed every other repetition).
 //!
+//! The *fair-share reference*: each program alone with half the cores'
+//! worth of workers (`T_f`, one worker on 2 cores), which is what a
+//! scheduler that splits the cores evenly between the two programs, and
+//! wastes nothing, would give each of them. Its slowdowns `(T_f - T_s) /
+//! T_s` differ with the programs' scalability (a memory-bound tree loses
+//! less from losing a core than fib), so even a perfectly fair split of
+//! the cores has an unfairness; the report prints it, and the throughput
+//! of that split, next to each configuration's.
+//!
 //! Also measured: the solo cost of each idle policy against `Spin`, one
 //! program oversubscribed (4x the cores in workers against 1x, only that
 //! program alive), and a table of the stealing policies (every selector,
@@ -84,6 +93,9 @@ impl CorunArgs {
 #[serde(rename_all = "kebab-case")]
 pub enum Section {
     Corun,
+    /// Each program alone with half the cores' worth of workers: the
+    /// reference a fair split of the cores would give a co-run.
+    FairShare,
     Oversubscribed,
     Policies,
 }
@@ -255,6 +267,8 @@ pub fn run(args: &CorunArgs) -> Vec<Sample> {
     };
     let total = repetitions as usize
         * (thread_counts.len() * (configs.len() * (2 + PAIRS.len()) + 1)
+            + configs.len() * 2
+            + 1
             + IDLE_CONFIGS.len() * 2 * oversubscribed.len()
             + policy_runs);
     let progress = ProgressBar::new(total as u64);
@@ -311,6 +325,35 @@ pub fn run(args: &CorunArgs) -> Vec<Sample> {
                     let reports = measure(&pair);
                     record(Section::Corun, vec![a, b], &pair, repetition, reports);
                 }
+            }
+        }
+        progress.set_message("fair-share references");
+        let fair_workers = (cores / 2).max(1);
+        let solo = [child_args(
+            args,
+            Program::Loop,
+            Config::BwosPark,
+            fair_workers,
+        )];
+        let reports = measure(&solo);
+        record(
+            Section::FairShare,
+            vec![Program::Loop],
+            &solo,
+            repetition,
+            reports,
+        );
+        for &config in &order {
+            for program in [Program::Fib, Program::Tree] {
+                let solo = [child_args(args, program, config, fair_workers)];
+                let reports = measure(&solo);
+                record(
+                    Section::FairShare,
+                    vec![program],
+                    &solo,
+                    repetition,
+                    reports,
+                );
             }
         }
         progress.set_message("oversubscribed");

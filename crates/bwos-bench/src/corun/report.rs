@@ -38,6 +38,20 @@ fn solo(
         .map(|s| s.reports[0].seconds_per_iteration)
 }
 
+/// Seconds per iteration of `program` alone with half the cores' worth
+/// of workers (the fair-share reference; LOOP: config-independent).
+fn fair_share(samples: &[Sample], program: Program, config: Config, rep: u32) -> Option<f64> {
+    samples
+        .iter()
+        .find(|s| {
+            s.section == Section::FairShare
+                && s.programs == [program]
+                && (program == Program::Loop || s.config == config)
+                && s.repetition == rep
+        })
+        .map(|s| s.reports[0].seconds_per_iteration)
+}
+
 /// Per repetition: the slowdowns of both programs of a co-run.
 struct Corun {
     slowdowns: Vec<(f64, f64)>,
@@ -59,6 +73,27 @@ impl Corun {
                 let ca = s.reports[0].seconds_per_iteration;
                 let cb = s.reports[1].seconds_per_iteration;
                 Some(((ca - ta) / ta, (cb - tb) / tb))
+            })
+            .collect();
+        Corun { slowdowns }
+    }
+
+    /// The slowdowns a fair, waste-free split of the cores would give the
+    /// pair: each program's fair-share time against its solo time.
+    fn fair_share(
+        samples: &[Sample],
+        pair: (Program, Program),
+        config: Config,
+        threads: usize,
+    ) -> Corun {
+        let reps = samples.iter().map(|s| s.repetition).max().unwrap_or(0);
+        let slowdowns = (0..=reps)
+            .filter_map(|rep| {
+                let ta = solo(samples, pair.0, config, threads, rep)?;
+                let tb = solo(samples, pair.1, config, threads, rep)?;
+                let fa = fair_share(samples, pair.0, config, rep)?;
+                let fb = fair_share(samples, pair.1, config, rep)?;
+                Some(((fa - ta) / ta, (fb - tb) / tb))
             })
             .collect();
         Corun { slowdowns }
@@ -115,12 +150,21 @@ fn thread_counts(samples: &[Sample], section: Section) -> Vec<usize> {
 }
 
 /// Average unfairness and throughput of `config` over the pairs (means of
-/// the per-pair medians).
-fn averages(samples: &[Sample], config: Config, threads: usize) -> Option<(f64, f64)> {
+/// the per-pair medians), measured or (`reference`) of the fair share.
+fn averages(
+    samples: &[Sample],
+    config: Config,
+    threads: usize,
+    reference: bool,
+) -> Option<(f64, f64)> {
     let mut unfairness = Vec::new();
     let mut throughput = Vec::new();
     for pair in PAIRS {
-        let corun = Corun::of(samples, pair, config, threads);
+        let corun = if reference {
+            Corun::fair_share(samples, pair, config, threads)
+        } else {
+            Corun::of(samples, pair, config, threads)
+        };
         unfairness.push(Summary::of(&corun.unfairness())?.median);
         throughput.push(Summary::of(&corun.throughput())?.median);
     }
@@ -136,7 +180,9 @@ pub fn tables(samples: &[Sample]) -> String {
         out,
         "Two programs at once, as separate processes, each with the given number of workers.\n\
          slowdown: (T_c - T_s) / T_s; unfairness: larger slowdown - smaller; throughput: sum of\n\
-         T_s / T_c (2.0 is perfect). Medians [min-max] over the repetitions."
+         T_s / T_c (2.0 is perfect). Medians [min-max] over the repetitions. Fair share:\n\
+         what an even, waste-free split of the cores would give (each program alone with\n\
+         half the cores' worth of workers)."
     );
     let configs = configs_in(samples, Section::Corun);
     for threads in thread_counts(samples, Section::Corun) {
@@ -167,14 +213,16 @@ pub fn tables(samples: &[Sample]) -> String {
         let _ = writeln!(out, "\n### Averages over the pairs, {threads} workers\n");
         let _ = writeln!(
             out,
-            "| configuration | average unfairness | average throughput | throughput vs bwos yield | vs rayon | vs bwos park |"
+            "| configuration | average unfairness | average throughput | throughput vs bwos yield | vs rayon | vs bwos park | fair share: unfairness / throughput |"
         );
-        let _ = writeln!(out, "|---|---|---|---|---|---|");
-        let reference = |c| averages(samples, c, threads).map(|a| a.1);
+        let _ = writeln!(out, "|---|---|---|---|---|---|---|");
+        let reference = |c| averages(samples, c, threads, false).map(|a| a.1);
         for &config in &configs {
-            let Some((unfairness, throughput)) = averages(samples, config, threads) else {
+            let Some((unfairness, throughput)) = averages(samples, config, threads, false) else {
                 continue;
             };
+            let fair = averages(samples, config, threads, true)
+                .map_or("n/a".into(), |(u, t)| format!("{:.0}% / {t:.2}", u * 100.0));
             let versus = |c| {
                 reference(c).map_or("n/a".into(), |r: f64| {
                     format!("{:+.1}%", (throughput / r - 1.0) * 100.0)
@@ -182,7 +230,7 @@ pub fn tables(samples: &[Sample]) -> String {
             };
             let _ = writeln!(
                 out,
-                "| {} | {:.0}% | {:.2} | {} | {} | {} |",
+                "| {} | {:.0}% | {:.2} | {} | {} | {} | {fair} |",
                 config.name(),
                 unfairness * 100.0,
                 throughput,
@@ -407,7 +455,7 @@ fn plots(samples: &[Sample], dir: &Path) -> io::Result<Vec<String>> {
             configs
                 .iter()
                 .enumerate()
-                .filter_map(|(i, &c)| Some((i as f64, pick(averages(samples, c, threads)?))))
+                .filter_map(|(i, &c)| Some((i as f64, pick(averages(samples, c, threads, false)?))))
                 .collect()
         };
         let series: Vec<Series> = vec![
