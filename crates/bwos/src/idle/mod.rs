@@ -31,8 +31,9 @@
 //!   victim waits for this CPU and yields it (`sched_yield`). Measured by
 //!   `bwos-bench corun` (2-core VM, 5 repetitions) it fired 8 times in a
 //!   whole fib + tree co-run (0 times in a later one) and changed neither
-//!   fairness nor throughput beyond the noise, so it is off by default (the hidden builder switch
-//!   `yield_to_victim` turns it on for measurements).
+//!   fairness nor throughput beyond the noise, so it is off by default
+//!   (the hidden builder switch `yield_to_victim` turns it on for
+//!   measurements).
 //!
 //! # No lost wake-up
 //! None of the above is needed for correctness. Any sleep goes through
