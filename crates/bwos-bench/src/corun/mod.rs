@@ -279,11 +279,14 @@ pub fn run(args: &CorunArgs) -> Vec<Sample> {
     );
     progress.set_prefix("corun");
     let mut samples = Vec::new();
-    let mut record = |section, programs: Vec<Program>, run: &[ChildArgs], repetition, reports| {
+    // Runs the programs of `run` at once (one: a solo run) and records
+    // their reports.
+    let mut measure_run = |section, run: &[ChildArgs], repetition| {
+        let reports = measure(run);
         let first = &run[0];
         samples.push(Sample {
             section,
-            programs,
+            programs: run.iter().map(|child| child.program).collect(),
             config: first.config,
             threads: first.threads,
             repetition,
@@ -294,66 +297,37 @@ pub fn run(args: &CorunArgs) -> Vec<Sample> {
         });
         progress.inc(1);
     };
+    let fair_workers = (cores / 2).max(1);
     for repetition in 0..repetitions {
         let mut order = configs.clone();
         if repetition % 2 == 1 {
             order.reverse();
         }
+        // LOOP has no runtime: one solo per repetition and worker count.
+        let loop_solo = |threads| [child_args(args, Program::Loop, Config::BwosPark, threads)];
         for &threads in &thread_counts {
             progress.set_message(format!("co-runs, {threads} workers each"));
-            // LOOP has no runtime: one solo per repetition.
-            let solo = [child_args(args, Program::Loop, Config::BwosPark, threads)];
-            let reports = measure(&solo);
-            record(
-                Section::Corun,
-                vec![Program::Loop],
-                &solo,
-                repetition,
-                reports,
-            );
+            measure_run(Section::Corun, &loop_solo(threads), repetition);
             for &config in &order {
                 for program in [Program::Fib, Program::Tree] {
                     let solo = [child_args(args, program, config, threads)];
-                    let reports = measure(&solo);
-                    record(Section::Corun, vec![program], &solo, repetition, reports);
+                    measure_run(Section::Corun, &solo, repetition);
                 }
                 for (a, b) in PAIRS {
                     let pair = [
                         child_args(args, a, config, threads),
                         child_args(args, b, config, threads),
                     ];
-                    let reports = measure(&pair);
-                    record(Section::Corun, vec![a, b], &pair, repetition, reports);
+                    measure_run(Section::Corun, &pair, repetition);
                 }
             }
         }
         progress.set_message("fair-share references");
-        let fair_workers = (cores / 2).max(1);
-        let solo = [child_args(
-            args,
-            Program::Loop,
-            Config::BwosPark,
-            fair_workers,
-        )];
-        let reports = measure(&solo);
-        record(
-            Section::FairShare,
-            vec![Program::Loop],
-            &solo,
-            repetition,
-            reports,
-        );
+        measure_run(Section::FairShare, &loop_solo(fair_workers), repetition);
         for &config in &order {
             for program in [Program::Fib, Program::Tree] {
                 let solo = [child_args(args, program, config, fair_workers)];
-                let reports = measure(&solo);
-                record(
-                    Section::FairShare,
-                    vec![program],
-                    &solo,
-                    repetition,
-                    reports,
-                );
+                measure_run(Section::FairShare, &solo, repetition);
             }
         }
         progress.set_message("oversubscribed");
@@ -361,14 +335,7 @@ pub fn run(args: &CorunArgs) -> Vec<Sample> {
             for program in [Program::Fib, Program::Tree] {
                 for threads in oversubscribed {
                     let solo = [child_args(args, program, config, threads)];
-                    let reports = measure(&solo);
-                    record(
-                        Section::Oversubscribed,
-                        vec![program],
-                        &solo,
-                        repetition,
-                        reports,
-                    );
+                    measure_run(Section::Oversubscribed, &solo, repetition);
                 }
             }
         }
@@ -382,9 +349,7 @@ pub fn run(args: &CorunArgs) -> Vec<Sample> {
                             solo.selector = selector;
                             solo.probabilistic = probabilistic;
                             solo.block = block;
-                            let solo = [solo];
-                            let reports = measure(&solo);
-                            record(Section::Policies, vec![program], &solo, repetition, reports);
+                            measure_run(Section::Policies, &[solo], repetition);
                         }
                     }
                 }
