@@ -18,9 +18,12 @@ fn program_name(program: Program) -> &'static str {
     }
 }
 
-/// Solo seconds per iteration of `program` (LOOP: config-independent).
+/// Seconds per iteration of `program` alone with `threads` workers, in
+/// `section` (`Corun`: the solo runs; `FairShare`: the fair-share
+/// reference). LOOP runs are config-independent.
 fn solo(
     samples: &[Sample],
+    section: Section,
     program: Program,
     config: Config,
     threads: usize,
@@ -29,7 +32,7 @@ fn solo(
     samples
         .iter()
         .find(|s| {
-            s.section == Section::Corun
+            s.section == section
                 && s.programs == [program]
                 && (program == Program::Loop || s.config == config)
                 && s.threads == threads
@@ -38,18 +41,9 @@ fn solo(
         .map(|s| s.reports[0].seconds_per_iteration)
 }
 
-/// Seconds per iteration of `program` alone with half the cores' worth
-/// of workers (the fair-share reference; LOOP: config-independent).
-fn fair_share(samples: &[Sample], program: Program, config: Config, rep: u32) -> Option<f64> {
-    samples
-        .iter()
-        .find(|s| {
-            s.section == Section::FairShare
-                && s.programs == [program]
-                && (program == Program::Loop || s.config == config)
-                && s.repetition == rep
-        })
-        .map(|s| s.reports[0].seconds_per_iteration)
+/// The repetition numbers of the samples.
+fn repetitions(samples: &[Sample]) -> std::ops::RangeInclusive<u32> {
+    0..=samples.iter().map(|s| s.repetition).max().unwrap_or(0)
 }
 
 /// Per repetition: the slowdowns of both programs of a co-run.
@@ -68,8 +62,22 @@ impl Corun {
                     && s.threads == threads
             })
             .filter_map(|s| {
-                let ta = solo(samples, pair.0, config, threads, s.repetition)?;
-                let tb = solo(samples, pair.1, config, threads, s.repetition)?;
+                let ta = solo(
+                    samples,
+                    Section::Corun,
+                    pair.0,
+                    config,
+                    threads,
+                    s.repetition,
+                )?;
+                let tb = solo(
+                    samples,
+                    Section::Corun,
+                    pair.1,
+                    config,
+                    threads,
+                    s.repetition,
+                )?;
                 let ca = s.reports[0].seconds_per_iteration;
                 let cb = s.reports[1].seconds_per_iteration;
                 Some(((ca - ta) / ta, (cb - tb) / tb))
@@ -86,13 +94,31 @@ impl Corun {
         config: Config,
         threads: usize,
     ) -> Corun {
-        let reps = samples.iter().map(|s| s.repetition).max().unwrap_or(0);
-        let slowdowns = (0..=reps)
+        let Some(&fair_workers) = thread_counts(samples, Section::FairShare).first() else {
+            return Corun {
+                slowdowns: Vec::new(),
+            };
+        };
+        let slowdowns = repetitions(samples)
             .filter_map(|rep| {
-                let ta = solo(samples, pair.0, config, threads, rep)?;
-                let tb = solo(samples, pair.1, config, threads, rep)?;
-                let fa = fair_share(samples, pair.0, config, rep)?;
-                let fb = fair_share(samples, pair.1, config, rep)?;
+                let ta = solo(samples, Section::Corun, pair.0, config, threads, rep)?;
+                let tb = solo(samples, Section::Corun, pair.1, config, threads, rep)?;
+                let fa = solo(
+                    samples,
+                    Section::FairShare,
+                    pair.0,
+                    config,
+                    fair_workers,
+                    rep,
+                )?;
+                let fb = solo(
+                    samples,
+                    Section::FairShare,
+                    pair.1,
+                    config,
+                    fair_workers,
+                    rep,
+                )?;
                 Some(((fa - ta) / ta, (fb - tb) / tb))
             })
             .collect();
@@ -263,9 +289,8 @@ fn solo_costs(out: &mut String, samples: &[Sample]) {
     for threads in thread_counts(samples, Section::Corun) {
         for program in [Program::Fib, Program::Tree] {
             let series = |config| -> Vec<f64> {
-                let reps = samples.iter().map(|s| s.repetition).max().unwrap_or(0);
-                (0..=reps)
-                    .filter_map(|rep| solo(samples, program, config, threads, rep))
+                repetitions(samples)
+                    .filter_map(|rep| solo(samples, Section::Corun, program, config, threads, rep))
                     .collect()
             };
             let spin = series(Config::BwosSpin);
