@@ -8,7 +8,9 @@
 //! region runs a whole batch of iterations inside one `install` (chili:
 //! one scope), so that entering the pool is not what is measured.
 
+pub(crate) mod kernels;
 mod report;
+pub(crate) mod runtime;
 pub(crate) mod workloads;
 
 use std::hint::black_box;
