@@ -27,27 +27,56 @@ enum Command {
     /// The BWoS paper's queue microbenchmarks (Figures 10-12) against
     /// crossbeam-deque, st3 and the sequential bounds.
     Queue(queue::QueueArgs),
-    /// Fork/join workloads (fib, n-queens, tree sums) on serial code, bwos,
-    /// rayon and chili, on one thread and on all cores.
+    /// The Nowa paper's fork/join suite (16 kernels: the Cilk benchmarks,
+    /// skynet, UTS, a sum) on the serial elision, bwos, rayon and chili,
+    /// on 1, 2, 4 and 8 threads, each run in a process of its own.
     Forkjoin(forkjoin::ForkJoinArgs),
     /// The BWS paper's co-run experiment: two programs at once (fib, a
     /// tree sum, LOOP) on bwos with each idle policy, rayon and chili;
     /// plus solo costs, oversubscription and the stealing-policy table.
     Corun(corun::CorunArgs),
-    /// Every experiment, one report: `queue`, `forkjoin`, then a short
-    /// `corun` (JSON of the others next to the first's, as
-    /// `forkjoin.json` and `corun.json`).
-    Report(queue::QueueArgs),
+    /// Every experiment, one report: `queue`, the `forkjoin` suite (small
+    /// inputs; `--full` for the paper's), then a short `corun` (JSON of
+    /// the others next to the first's, as `forkjoin.json` and
+    /// `corun.json`).
+    Report(ReportArgs),
     /// One program of a co-run (started by `corun`; not for direct use).
     #[command(hide = true)]
     CorunChild(corun::ChildArgs),
+    /// One fork/join measurement (started by `forkjoin`; not for direct use).
+    #[command(hide = true)]
+    ForkjoinChild(forkjoin::child::ChildArgs),
+    /// One small fork/join workload on one runtime, for callgrind and
+    /// profiles of the join path (see `forkjoin/joinpath.rs`).
+    #[command(hide = true)]
+    Joinpath(forkjoin::joinpath::JoinPathArgs),
+}
+
+/// Options of `bwos-bench report`.
+#[derive(Debug, clap::Args)]
+struct ReportArgs {
+    #[command(flatten)]
+    queue: queue::QueueArgs,
+    /// Run the fork/join suite on the paper's inputs (Table I) instead of
+    /// small ones: hours instead of minutes.
+    #[arg(long)]
+    full: bool,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Command::CorunChild(args) = &cli.command {
-        // The child's stdout is the protocol with its parent: no header.
-        return match corun::child::run(args) {
+    // A child's stdout is the protocol with its parent: no header.
+    let child = match &cli.command {
+        Command::CorunChild(args) => Some(corun::child::run(args)),
+        Command::ForkjoinChild(args) => Some(forkjoin::child::run(args)),
+        Command::Joinpath(args) => {
+            forkjoin::joinpath::run(args);
+            Some(Ok(()))
+        }
+        _ => None,
+    };
+    if let Some(outcome) = child {
+        return match outcome {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
                 eprintln!("error: {error}");
@@ -61,24 +90,32 @@ fn main() -> ExitCode {
         Command::Queue(args) => run_queue(&header, args),
         Command::Forkjoin(args) => run_forkjoin(&header, args),
         Command::Corun(args) => run_corun(&header, args),
-        Command::CorunChild(_) => unreachable!("handled above"),
-        Command::Report(args) => run_queue(&header, args).and_then(|()| {
-            let mut forkjoin_args =
-                forkjoin::ForkJoinArgs::for_report(args.quick, args.repetitions, args.plot.clone());
-            forkjoin_args.json = args
-                .json
-                .as_ref()
-                .map(|path| path.with_file_name("forkjoin.json"));
-            run_forkjoin(&header, &forkjoin_args)?;
-            // A short co-run: one repetition, the default sizes.
-            let mut corun_args = corun::CorunArgs::for_report(args.quick, 1, args.plot.clone());
-            corun_args.seconds = 0.3;
-            corun_args.json = args
-                .json
-                .as_ref()
-                .map(|path| path.with_file_name("corun.json"));
-            run_corun(&header, &corun_args)
-        }),
+        Command::CorunChild(_) | Command::ForkjoinChild(_) | Command::Joinpath(_) => {
+            unreachable!("handled above")
+        }
+        Command::Report(ReportArgs { queue: args, full }) => {
+            run_queue(&header, args).and_then(|()| {
+                let mut forkjoin_args = forkjoin::ForkJoinArgs::for_report(
+                    args.quick,
+                    *full,
+                    args.repetitions.min(3),
+                    args.plot.clone(),
+                );
+                forkjoin_args.json = args
+                    .json
+                    .as_ref()
+                    .map(|path| path.with_file_name("forkjoin.json"));
+                run_forkjoin(&header, &forkjoin_args)?;
+                // A short co-run: one repetition, the default sizes.
+                let mut corun_args = corun::CorunArgs::for_report(args.quick, 1, args.plot.clone());
+                corun_args.seconds = 0.3;
+                corun_args.json = args
+                    .json
+                    .as_ref()
+                    .map(|path| path.with_file_name("corun.json"));
+                run_corun(&header, &corun_args)
+            })
+        }
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -96,9 +133,21 @@ fn run_queue(header: &header::Header, args: &queue::QueueArgs) -> std::io::Resul
 }
 
 fn run_forkjoin(header: &header::Header, args: &forkjoin::ForkJoinArgs) -> std::io::Result<()> {
-    let samples = forkjoin::run(args);
-    print!("{}", forkjoin::tables(&samples));
-    forkjoin::write_outputs(header, &samples, args)
+    let outcome = forkjoin::run(args);
+    print!("{}", forkjoin::tables(&outcome.samples));
+    forkjoin::write_outputs(header, &outcome.samples, args)?;
+    if outcome.failures.is_empty() {
+        return Ok(());
+    }
+    let mut message = format!(
+        "{} fork/join measurement(s) failed:",
+        outcome.failures.len()
+    );
+    for failure in &outcome.failures {
+        message.push_str("\n  ");
+        message.push_str(failure);
+    }
+    Err(std::io::Error::other(message))
 }
 
 fn run_corun(header: &header::Header, args: &corun::CorunArgs) -> std::io::Result<()> {

@@ -305,7 +305,8 @@ pub(crate) fn line_plot(
             .margin(15)
             .x_label_area_size(45)
             .y_label_area_size(60)
-            .build_cartesian_2d(-0.2..x_max * 1.05 + 0.2, 0.0..y_max * 1.1)?;
+            // Headroom above the data for the legend, so that it covers none.
+            .build_cartesian_2d(-0.2..x_max * 1.05 + 0.2, 0.0..y_max * 1.4)?;
         let mut mesh = chart.configure_mesh();
         mesh.x_desc(x_label).y_desc(y_label);
         if let Some(names) = x_names {
@@ -328,7 +329,84 @@ pub(crate) fn line_plot(
         }
         chart
             .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
             .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()?;
+        root.present()?;
+        Ok(())
+    };
+    draw().map_err(|e| io::Error::other(format!("{}: {e}", path.display())))
+}
+
+/// One bar series of a grouped bar chart: a name and one value per group
+/// (`None`: no bar).
+pub(crate) type Bars = (&'static str, Vec<Option<f64>>);
+
+/// A grouped bar chart: one group per entry of `groups` along x, one bar
+/// per series in each group. For comparisons across unrelated workloads,
+/// where lines between neighbours would mean nothing. The y range leaves
+/// room above the bars for the legend, so the legend covers no data.
+pub(crate) fn grouped_bars(
+    path: &Path,
+    caption: &str,
+    y_label: &str,
+    groups: &[String],
+    series: &[Bars],
+) -> io::Result<()> {
+    let draw = || -> Result<(), Box<dyn std::error::Error>> {
+        let y_max = series
+            .iter()
+            .flat_map(|(_, values)| values.iter().flatten())
+            .copied()
+            .fold(1.0, f64::max);
+        let root = SVGBackend::new(path, (1200, 600)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(caption, ("sans-serif", 20))
+            .margin(15)
+            .x_label_area_size(80)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.0..groups.len() as f64, 0.0..y_max * 1.3)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(groups.len() * 2 + 1)
+            .x_label_formatter(&|x| {
+                // Labels at group centres only.
+                let centre = x - x.floor();
+                if (centre - 0.5).abs() < 1e-6 {
+                    groups.get(x.floor() as usize).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            })
+            .x_label_style(
+                ("sans-serif", 13)
+                    .into_font()
+                    .transform(FontTransform::Rotate90),
+            )
+            .y_desc(y_label)
+            .draw()?;
+        let width = 0.8 / series.len().max(1) as f64;
+        for (i, (name, values)) in series.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            chart
+                .draw_series(values.iter().enumerate().filter_map(|(group, value)| {
+                    let left = group as f64 + 0.1 + i as f64 * width;
+                    value.map(|v| {
+                        Rectangle::new([(left, 0.0), (left + width * 0.9, v)], color.filled())
+                    })
+                }))?
+                .label(*name)
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 15, y + 5)], color.filled())
+                });
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.9))
             .border_style(BLACK)
             .draw()?;
         root.present()?;

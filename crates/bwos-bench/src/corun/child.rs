@@ -9,7 +9,6 @@
 
 use std::hint::black_box;
 use std::io::{self, BufRead, Write};
-use std::num::NonZero;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
@@ -18,7 +17,9 @@ use std::time::{Duration, Instant};
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
-use crate::forkjoin::workloads::{self, Tree};
+use crate::forkjoin::kernels::Kernel;
+use crate::forkjoin::kernels::recursive::{Fib, TreeSum};
+use crate::forkjoin::runtime::{Bwos, Chili, ForkJoin, Rayon, Serial};
 
 /// The programs of the co-run experiment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
@@ -159,18 +160,52 @@ trait Runner {
     }
 }
 
-struct ForkJoin<F> {
-    run: F,
-    pool: Option<&'static bwos::ThreadPool>,
+/// A fork/join kernel on one runtime's pool; every iteration checks its
+/// result.
+struct KernelRunner<K: 'static, R: ForkJoin> {
+    kernel: &'static K,
+    pool: R::Pool,
+    expected: u64,
 }
 
-impl<F: FnMut()> Runner for ForkJoin<F> {
+impl<K: Kernel, R: ForkJoin> Runner for KernelRunner<K, R>
+where
+    R::Pool: Sync,
+{
     fn iteration(&mut self) {
-        (self.run)();
+        let kernel = self.kernel;
+        let result = R::run(&self.pool, |ctx| {
+            kernel.run::<R>(&mut kernel.scratch(), ctx)
+        });
+        assert_eq!(result, self.expected, "{} computed a wrong result", R::NAME);
     }
 
     fn stats(&self) -> Option<bwos::PoolStats> {
-        self.pool.map(|pool| pool.stats())
+        R::stats(&self.pool)
+    }
+}
+
+/// `kernel` on the configured runtime.
+fn fork_join_runner<K: Kernel + 'static>(args: &ChildArgs, kernel: K) -> Box<dyn Runner> {
+    // Leaked: the process ends with the program.
+    let kernel: &'static K = Box::leak(Box::new(kernel));
+    let expected = kernel.run::<Serial>(&mut kernel.scratch(), &mut ());
+    match args.config.idle_policy() {
+        Some(policy) => Box::new(KernelRunner::<K, Bwos> {
+            kernel,
+            pool: bwos_pool(args, policy),
+            expected,
+        }),
+        None if args.config == Config::Rayon => Box::new(KernelRunner::<K, Rayon> {
+            kernel,
+            pool: Rayon::build(args.threads),
+            expected,
+        }),
+        None => Box::new(KernelRunner::<K, Chili> {
+            kernel,
+            pool: Chili::build(args.threads),
+            expected,
+        }),
     }
 }
 
@@ -250,87 +285,17 @@ fn bwos_pool(args: &ChildArgs, policy: bwos::IdlePolicy) -> bwos::ThreadPool {
         .expect("a bwos pool")
 }
 
-/// Runs a fork/join kernel `$kernel` of the workloads module on the
-/// configured runtime.
-macro_rules! fork_join_runner {
-    ($args:expr, $expected:expr, |$module:ident, $ctx:ident| $call:expr) => {{
-        let args: &ChildArgs = $args;
-        let expected: u64 = $expected;
-        let runner: Box<dyn Runner> = match args.config.idle_policy() {
-            Some(policy) => {
-                let pool = bwos_pool(args, policy);
-                // Leaked: the process ends with the program.
-                let pool_ref: &'static bwos::ThreadPool = Box::leak(Box::new(pool));
-                Box::new(ForkJoin {
-                    run: move || {
-                        let result = pool_ref.install(|| {
-                            use workloads::with_bwos as $module;
-                            let $ctx = &mut ();
-                            $call
-                        });
-                        assert_eq!(result, expected, "bwos computed a wrong result");
-                    },
-                    pool: Some(pool_ref),
-                })
-            }
-            None if args.config == Config::Rayon => {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(args.threads)
-                    .build()
-                    .expect("a rayon pool");
-                Box::new(ForkJoin {
-                    run: move || {
-                        let result = pool.install(|| {
-                            use workloads::with_rayon as $module;
-                            let $ctx = &mut ();
-                            $call
-                        });
-                        assert_eq!(result, expected, "rayon computed a wrong result");
-                    },
-                    pool: None,
-                })
-            }
-            None => {
-                let pool = chili::ThreadPool::with_config(chili::Config {
-                    thread_count: NonZero::new(args.threads),
-                    ..chili::Config::default()
-                });
-                let pool: &'static chili::ThreadPool = Box::leak(Box::new(pool));
-                let mut scope = pool.scope();
-                Box::new(ForkJoin {
-                    run: move || {
-                        use workloads::with_chili as $module;
-                        let $ctx = &mut scope;
-                        let result = $call;
-                        assert_eq!(result, expected, "chili computed a wrong result");
-                    },
-                    pool: None,
-                })
-            }
-        };
-        runner
-    }};
-}
-
 /// The child's main: build, calibrate, report `ready`, wait for `go`,
 /// measure, report `done`, fill until `stop`.
 pub fn run(args: &ChildArgs) -> io::Result<()> {
     let mut runner: Box<dyn Runner> = match args.program {
         Program::Fib => {
             let n = if args.quick { 24 } else { 30 };
-            fork_join_runner!(args, workloads::fib_value(n), |kernel, ctx| kernel::fib(
-                black_box(n),
-                ctx
-            ))
+            fork_join_runner(args, Fib { n })
         }
         Program::Tree => {
             let nodes = if args.quick { 100_000 } else { 10_000_000 };
-            let tree: &'static Tree = Box::leak(Box::new(Tree::balanced(nodes)));
-            fork_join_runner!(args, nodes as u64, |kernel, ctx| kernel::tree_sum(
-                black_box(&tree.values),
-                0,
-                ctx
-            ))
+            fork_join_runner(args, TreeSum::balanced(nodes))
         }
         Program::Loop => {
             let work = if args.quick { 2_000_000 } else { 20_000_000 };

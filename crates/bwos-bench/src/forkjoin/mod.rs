@@ -1,29 +1,33 @@
-//! `bwos-bench forkjoin`: fork/join workloads (fib, n-queens, tree sums) on
-//! serial code, bwos, rayon and chili, on one thread and on all cores.
+//! `bwos-bench forkjoin`: the Nowa paper's fork/join suite (Table I, the
+//! Cilk/Fibril benchmarks) plus skynet, UTS and a divide-and-conquer sum,
+//! on the serial elision, bwos, rayon and chili, kernel by kernel.
 //!
-//! Every runtime gets a fresh pool for each measurement (built and warmed
-//! up outside the timed region, dropped after it), so no pool's idle
-//! threads compete with the next measurement; runtimes are interleaved
-//! (A B C D, then D C B A) and every configuration is repeated. The timed
-//! region runs a whole batch of iterations inside one `install` (chili:
-//! one scope), so that entering the pool is not what is measured.
+//! Every kernel is written once over [`runtime::ForkJoin`], so all
+//! runtimes run the same algorithm with the same cut-offs. Every
+//! measurement runs in a child process of its own (`forkjoin-child`): the
+//! peak memory is that runtime's alone, and no other runtime's threads
+//! exist during its turn. Runtimes are interleaved (serial, bwos, rayon,
+//! chili, then the reverse) and every configuration is repeated. Every
+//! result is checked against the serial elision's; a wrong one is printed
+//! at once and makes the command fail.
 
+pub mod child;
+pub mod joinpath;
 pub(crate) mod kernels;
 mod report;
 pub(crate) mod runtime;
-pub(crate) mod workloads;
 
-use std::hint::black_box;
-use std::num::NonZero;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use child::ChildReport;
+pub use kernels::{Scale, Suite};
 pub use report::{tables, write_outputs};
-use workloads::Tree;
 
 /// Options of `bwos-bench forkjoin`.
 #[derive(Debug, Clone, Args)]
@@ -31,23 +35,20 @@ pub struct ForkJoinArgs {
     /// Repetitions of every configuration (interleaved across runtimes).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repetitions: u32,
-    /// Target milliseconds per measurement (the iteration count is set from
-    /// the serial time).
-    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    /// Target milliseconds of timed runs per measurement (the run count is
+    /// set from the serial time; at least one run).
+    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=600_000))]
     pub millis: u64,
-    /// Thread counts to run (default: 1 and the number of cores).
+    /// Thread counts to run [default: 1,2,4,8].
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: Vec<u32>,
-    /// Workloads to run (default: all).
+    /// Kernels to run (default: all sixteen).
     #[arg(long, value_enum, value_delimiter = ',')]
-    pub only: Vec<Workload>,
-    /// fib's argument.
-    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(2..=45))]
-    pub fib: u64,
-    /// n-queens' board size.
-    #[arg(long, default_value_t = 11, value_parser = clap::value_parser!(u32).range(4..=14))]
-    pub queens: u32,
-    /// A short smoke run: 2 repetitions, short measurements, small sizes.
+    pub only: Vec<Suite>,
+    /// Input sizes.
+    #[arg(long, value_enum, default_value_t = Scale::Default)]
+    pub scale: Scale,
+    /// A smoke run: quick inputs, 2 repetitions, 1 and 2 threads.
     #[arg(long)]
     pub quick: bool,
     /// Write every sample to this JSON file.
@@ -59,15 +60,15 @@ pub struct ForkJoinArgs {
 }
 
 impl ForkJoinArgs {
-    /// The options `report` uses: defaults, with the shared switches.
-    pub fn for_report(quick: bool, repetitions: u32, plot: Option<PathBuf>) -> Self {
+    /// The options `report` uses: small inputs (paper-scale with `full`),
+    /// with the shared switches.
+    pub fn for_report(quick: bool, full: bool, repetitions: u32, plot: Option<PathBuf>) -> Self {
         ForkJoinArgs {
             repetitions,
-            millis: 300,
+            millis: 200,
             threads: Vec::new(),
             only: Vec::new(),
-            fib: 30,
-            queens: 11,
+            scale: if full { Scale::Paper } else { Scale::Small },
             quick,
             json: None,
             plot,
@@ -75,22 +76,8 @@ impl ForkJoinArgs {
     }
 }
 
-/// The workloads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Workload {
-    /// Naive recursive Fibonacci.
-    Fib,
-    /// n-queens solution count.
-    Nqueens,
-    /// Sum of a balanced binary tree of 1,000 nodes.
-    Tree1k,
-    /// Sum of a balanced binary tree of 10,000,000 nodes.
-    Tree10m,
-}
-
 /// The runtimes compared.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Runtime {
     Serial,
@@ -107,6 +94,9 @@ impl Runtime {
         Runtime::Chili,
     ];
 
+    /// The parallel runtimes.
+    pub const PARALLEL: [Runtime; 3] = [Runtime::Bwos, Runtime::Rayon, Runtime::Chili];
+
     pub fn name(self) -> &'static str {
         match self {
             Runtime::Serial => "serial",
@@ -117,206 +107,170 @@ impl Runtime {
     }
 }
 
-/// One measurement.
+/// One measurement (one child process).
 #[derive(Debug, Clone, Serialize)]
 pub struct Sample {
-    pub workload: String,
+    pub kernel: Suite,
+    /// The kernel instance, with its input size.
+    pub label: String,
+    /// Worker threads (1 for the serial elision).
     pub threads: usize,
     pub runtime: Runtime,
     pub repetition: u32,
-    /// Seconds per iteration (one whole computation).
+    /// Seconds per run.
     pub seconds: f64,
+    /// Peak resident memory of the child process, KiB.
+    pub peak_rss_kib: Option<u64>,
+    /// bwos's counters over the child's runs (warm-up included).
+    pub stats: Option<bwos::PoolStats>,
+    /// Timed runs in the measurement (the counters cover one more).
+    pub iterations: u32,
 }
 
-/// A workload instance: its label, input and expected result.
-struct Instance {
-    label: String,
-    kind: Workload,
-    size: u64,
-    tree: Option<Tree>,
-    expected: u64,
+/// What a `forkjoin` run produced: the samples, and every failure (wrong
+/// results, crashed children), already printed when it happened.
+pub struct Outcome {
+    pub samples: Vec<Sample>,
+    pub failures: Vec<String>,
 }
 
-impl Instance {
-    fn new(kind: Workload, args: &ForkJoinArgs) -> Instance {
-        let quick = args.quick;
-        let (label, size, tree, expected) = match kind {
-            Workload::Fib => {
-                let n = if quick { args.fib.min(25) } else { args.fib };
-                (format!("fib({n})"), n, None, workloads::fib_value(n))
-            }
-            Workload::Nqueens => {
-                let n = if quick {
-                    args.queens.min(9)
-                } else {
-                    args.queens
-                };
-                let expected = workloads::nqueens_solutions(n).expect("n is at most 14");
-                (format!("nqueens({n})"), u64::from(n), None, expected)
-            }
-            Workload::Tree1k => (
-                "tree 1K".to_string(),
-                1000,
-                Some(Tree::balanced(1000)),
-                1000,
-            ),
-            Workload::Tree10m => {
-                let nodes = if quick { 1_000_000 } else { 10_000_000 };
-                let label = if quick { "tree 1M" } else { "tree 10M" };
-                (
-                    label.to_string(),
-                    nodes,
-                    Some(Tree::balanced(nodes as usize)),
-                    nodes,
-                )
-            }
-        };
-        Instance {
-            label,
-            kind,
-            size,
-            tree,
-            expected,
-        }
+fn value_name(value: &impl ValueEnum) -> String {
+    value
+        .to_possible_value()
+        .expect("no variant is skipped")
+        .get_name()
+        .to_string()
+}
+
+/// Runs one measurement in a child process.
+fn spawn_child(
+    kernel: Suite,
+    scale: Scale,
+    runtime: Runtime,
+    threads: usize,
+    iterations: u32,
+) -> Result<ChildReport, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
+    let output = Command::new(exe)
+        .arg("forkjoin-child")
+        .args(["--kernel", &value_name(&kernel)])
+        .args(["--scale", &value_name(&scale)])
+        .args(["--runtime", runtime.name()])
+        .args(["--threads", &threads.to_string()])
+        .args(["--iterations", &iterations.to_string()])
+        .output()
+        .map_err(|e| format!("cannot start a child process: {e}"))?;
+    let what = format!(
+        "{} on {} with {threads} thread(s)",
+        kernel.name(),
+        runtime.name()
+    );
+    if !output.status.success() {
+        return Err(format!(
+            "{what}: the child process failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
     }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let line = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(line).map_err(|e| format!("{what}: unreadable child report {line:?}: {e}"))
 }
 
-macro_rules! run_workload {
-    ($module:ident, $instance:expr, $ctx:expr) => {{
-        let instance: &Instance = $instance;
-        match instance.kind {
-            Workload::Fib => workloads::$module::fib(black_box(instance.size), $ctx),
-            Workload::Nqueens => workloads::$module::nqueens(black_box(instance.size as u32), $ctx),
-            Workload::Tree1k | Workload::Tree10m => {
-                let tree = instance.tree.as_ref().expect("tree workloads have a tree");
-                workloads::$module::tree_sum(black_box(&tree.values), 0, $ctx)
-            }
-        }
-    }};
-}
-
-/// Runs `iterations` computations on `runtime` with `threads` threads and
-/// returns the seconds per iteration. The pool is built and warmed up
-/// before, and dropped after, the timed region.
-fn measure_once(runtime: Runtime, threads: usize, instance: &Instance, iterations: u32) -> f64 {
-    let batch = |run: &mut dyn FnMut() -> u64| {
-        for _ in 0..iterations {
-            let result = run();
-            assert_eq!(
-                result,
-                instance.expected,
-                "{} computed a wrong result",
-                runtime.name()
-            );
-        }
-    };
-    let elapsed = match runtime {
-        Runtime::Serial => {
-            black_box(run_workload!(serial, instance, &mut ()));
-            let start = Instant::now();
-            batch(&mut || run_workload!(serial, instance, &mut ()));
-            start.elapsed()
-        }
-        Runtime::Bwos => {
-            let pool = bwos::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .expect("a bwos pool");
-            pool.install(|| black_box(run_workload!(with_bwos, instance, &mut ())));
-            let start = Instant::now();
-            pool.install(|| batch(&mut || run_workload!(with_bwos, instance, &mut ())));
-            start.elapsed()
-        }
-        Runtime::Rayon => {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .expect("a rayon pool");
-            pool.install(|| black_box(run_workload!(with_rayon, instance, &mut ())));
-            let start = Instant::now();
-            pool.install(|| batch(&mut || run_workload!(with_rayon, instance, &mut ())));
-            let elapsed = start.elapsed();
-            drop(pool);
-            // rayon's threads exit after the pool is dropped, not before
-            // `drop` returns: give them a moment to leave the cores.
-            std::thread::sleep(Duration::from_millis(20));
-            elapsed
-        }
-        Runtime::Chili => {
-            let pool = chili::ThreadPool::with_config(chili::Config {
-                thread_count: NonZero::new(threads),
-                ..chili::Config::default()
-            });
-            let mut scope = pool.scope();
-            black_box(run_workload!(with_chili, instance, &mut scope));
-            let start = Instant::now();
-            batch(&mut || run_workload!(with_chili, instance, &mut scope));
-            start.elapsed()
-        }
-    };
-    elapsed.as_secs_f64() / f64::from(iterations)
-}
-
-/// Runs every selected workload; returns every sample.
-pub fn run(args: &ForkJoinArgs) -> Vec<Sample> {
-    let cores = std::thread::available_parallelism().map_or(1, NonZero::get);
-    let mut thread_counts: Vec<usize> = if args.threads.is_empty() {
-        vec![1, cores]
+/// Runs every selected kernel on every runtime and thread count.
+pub fn run(args: &ForkJoinArgs) -> Outcome {
+    let (scale, repetitions, target, default_threads) = if args.quick {
+        (Scale::Quick, 2, Duration::from_millis(20), vec![1, 2])
     } else {
-        args.threads.iter().map(|&t| t as usize).collect()
+        let threads = if args.threads.is_empty() {
+            vec![1, 2, 4, 8]
+        } else {
+            args.threads.iter().map(|&t| t as usize).collect()
+        };
+        (
+            args.scale,
+            args.repetitions,
+            Duration::from_millis(args.millis),
+            threads,
+        )
     };
+    let mut thread_counts = default_threads;
+    thread_counts.sort_unstable();
     thread_counts.dedup();
-    let (repetitions, target) = if args.quick {
-        (2, Duration::from_millis(30))
-    } else {
-        (args.repetitions, Duration::from_millis(args.millis))
-    };
-    let kinds: Vec<Workload> = if args.only.is_empty() {
-        vec![
-            Workload::Fib,
-            Workload::Nqueens,
-            Workload::Tree1k,
-            Workload::Tree10m,
-        ]
+    let kernels: Vec<Suite> = if args.only.is_empty() {
+        Suite::ALL.to_vec()
     } else {
         args.only.clone()
     };
-    let progress =
-        ProgressBar::new((kinds.len() * thread_counts.len() * 4) as u64 * u64::from(repetitions));
+    let per_kernel = thread_counts.len() * 3 + usize::from(thread_counts.contains(&1));
+    let progress = ProgressBar::new((kernels.len() * per_kernel) as u64 * u64::from(repetitions));
     progress.set_style(
         ProgressStyle::with_template("{prefix:>10} [{bar:30}] {pos}/{len} {msg}")
             .expect("a valid template")
             .progress_chars("=> "),
     );
     progress.set_prefix("forkjoin");
-    let mut samples = Vec::new();
-    for kind in kinds {
-        progress.set_message(format!("building {kind:?}"));
-        let instance = Instance::new(kind, args);
-        // Iterations per measurement from the serial time (at least one).
-        let probe = measure_once(Runtime::Serial, 1, &instance, 1);
-        let iterations = (target.as_secs_f64() / probe).clamp(1.0, 1e7) as u32;
+    let mut outcome = Outcome {
+        samples: Vec::new(),
+        failures: Vec::new(),
+    };
+    let fail = |outcome: &mut Outcome, message: String| {
+        progress.suspend(|| eprintln!("\n!!! FAILURE: {message}\n"));
+        outcome.failures.push(message);
+    };
+    for kernel in kernels {
+        progress.set_message(format!("{}: serial probe", kernel.name()));
+        // The serial elision's result and time: the reference for every
+        // check, and the run count per measurement.
+        let probe = match spawn_child(kernel, scale, Runtime::Serial, 1, 1) {
+            Ok(probe) => probe,
+            Err(error) => {
+                fail(&mut outcome, error);
+                continue;
+            }
+        };
+        let iterations = (target.as_secs_f64() / probe.seconds).clamp(1.0, 1e6) as u32;
         for &threads in &thread_counts {
-            progress.set_message(format!("{} on {threads} thread(s)", instance.label));
             for repetition in 0..repetitions {
-                let mut order = Runtime::ALL.to_vec();
+                let mut order: Vec<Runtime> = Runtime::ALL
+                    .into_iter()
+                    .filter(|&r| r != Runtime::Serial || threads == 1)
+                    .collect();
                 if repetition % 2 == 1 {
                     order.reverse();
                 }
                 for runtime in order {
-                    let seconds = measure_once(runtime, threads, &instance, iterations);
-                    samples.push(Sample {
-                        workload: instance.label.clone(),
-                        threads,
-                        runtime,
-                        repetition,
-                        seconds,
-                    });
+                    progress.set_message(format!("{} on {threads} thread(s)", probe.label));
+                    match spawn_child(kernel, scale, runtime, threads, iterations) {
+                        Ok(report) if report.digest != probe.digest => fail(
+                            &mut outcome,
+                            format!(
+                                "WRONG RESULT: {} on {} with {threads} thread(s) computed digest \
+                                 {:#x}; the serial elision computed {:#x}",
+                                report.label,
+                                runtime.name(),
+                                report.digest,
+                                probe.digest
+                            ),
+                        ),
+                        Ok(report) => outcome.samples.push(Sample {
+                            kernel,
+                            label: report.label,
+                            threads,
+                            runtime,
+                            repetition,
+                            seconds: report.seconds,
+                            peak_rss_kib: report.peak_rss_kib,
+                            stats: report.stats,
+                            iterations,
+                        }),
+                        Err(error) => fail(&mut outcome, error),
+                    }
                     progress.inc(1);
                 }
             }
         }
     }
     progress.finish_and_clear();
-    samples
+    outcome
 }

@@ -1,60 +1,118 @@
 //! Tables, JSON and plots of `bwos-bench forkjoin`.
+//!
+//! Ratios are "bwos faster by": the peer's time over bwos's time, taken
+//! pair by pair (the same repetition, measured back to back) and
+//! summarised by their median; above 1, bwos is faster. Averages over
+//! kernels are geometric means of those medians, as in the Nowa paper,
+//! with and without knapsack (whose work depends on execution order).
 
 use std::fmt::Write as _;
 use std::io;
 use std::path::Path;
 
-use super::{ForkJoinArgs, Runtime, Sample};
+use super::{ForkJoinArgs, Runtime, Sample, Suite};
 use crate::header::Header;
-use crate::report::{Series, line_plot, write_files};
+use crate::report::{Bars, Series, grouped_bars, line_plot, write_files};
 use crate::stats::Summary;
 
-/// The samples of one workload at one thread count, per runtime, in
-/// repetition order (so index `i` of two series was measured back to back).
-struct Group<'a> {
-    workload: &'a str,
-    threads: usize,
-    seconds: Vec<(Runtime, Vec<f64>)>,
+/// The samples, indexed by kernel, thread count and runtime.
+struct Index<'a> {
+    samples: &'a [Sample],
+    kernels: Vec<Suite>,
+    threads: Vec<usize>,
 }
 
-impl Group<'_> {
-    fn of(&self, runtime: Runtime) -> &[f64] {
-        self.seconds
-            .iter()
-            .find(|(r, _)| *r == runtime)
-            .map_or(&[], |(_, s)| s.as_slice())
-    }
-}
-
-fn groups(samples: &[Sample]) -> Vec<Group<'_>> {
-    let mut groups: Vec<Group> = Vec::new();
-    for sample in samples {
-        let index = match groups
-            .iter()
-            .position(|g| g.workload == sample.workload && g.threads == sample.threads)
-        {
-            Some(index) => index,
-            None => {
-                groups.push(Group {
-                    workload: &sample.workload,
-                    threads: sample.threads,
-                    seconds: Runtime::ALL.iter().map(|&r| (r, Vec::new())).collect(),
-                });
-                groups.len() - 1
+impl<'a> Index<'a> {
+    fn new(samples: &'a [Sample]) -> Index<'a> {
+        let mut kernels: Vec<Suite> = Vec::new();
+        let mut threads: Vec<usize> = Vec::new();
+        for sample in samples {
+            if !kernels.contains(&sample.kernel) {
+                kernels.push(sample.kernel);
             }
-        };
-        let series = groups[index]
-            .seconds
-            .iter_mut()
-            .find(|(r, _)| *r == sample.runtime)
-            .expect("every runtime has a series");
-        let repetition = sample.repetition as usize;
-        if series.1.len() <= repetition {
-            series.1.resize(repetition + 1, f64::NAN);
+            if sample.runtime != Runtime::Serial && !threads.contains(&sample.threads) {
+                threads.push(sample.threads);
+            }
         }
-        series.1[repetition] = sample.seconds;
+        threads.sort_unstable();
+        Index {
+            samples,
+            kernels,
+            threads,
+        }
     }
-    groups
+
+    fn cell(
+        &self,
+        kernel: Suite,
+        threads: usize,
+        runtime: Runtime,
+    ) -> impl Iterator<Item = &'a Sample> {
+        let threads = if runtime == Runtime::Serial {
+            1
+        } else {
+            threads
+        };
+        self.samples
+            .iter()
+            .filter(move |s| s.kernel == kernel && s.threads == threads && s.runtime == runtime)
+    }
+
+    /// Seconds per run in repetition order (NaN where a run failed), so
+    /// that index `i` of two series was measured back to back.
+    fn seconds(&self, kernel: Suite, threads: usize, runtime: Runtime) -> Vec<f64> {
+        let mut series = Vec::new();
+        for sample in self.cell(kernel, threads, runtime) {
+            let repetition = sample.repetition as usize;
+            if series.len() <= repetition {
+                series.resize(repetition + 1, f64::NAN);
+            }
+            series[repetition] = sample.seconds;
+        }
+        series
+    }
+
+    fn time(&self, kernel: Suite, threads: usize, runtime: Runtime) -> Option<Summary> {
+        let seconds: Vec<f64> = self
+            .seconds(kernel, threads, runtime)
+            .into_iter()
+            .filter(|s| s.is_finite())
+            .collect();
+        Summary::of(&seconds)
+    }
+
+    /// The serial elision's median time over this runtime's median time.
+    fn speedup(&self, kernel: Suite, threads: usize, runtime: Runtime) -> Option<f64> {
+        let serial = self.time(kernel, 1, Runtime::Serial)?.median;
+        Some(serial / self.time(kernel, threads, runtime)?.median)
+    }
+
+    /// How much faster bwos is than `peer`, pair by pair.
+    fn bwos_faster(&self, kernel: Suite, threads: usize, peer: Runtime) -> Option<Summary> {
+        let bwos = self.seconds(kernel, threads, Runtime::Bwos);
+        let peer = self.seconds(kernel, threads, peer);
+        let ratios: Vec<f64> = peer
+            .iter()
+            .zip(&bwos)
+            .map(|(p, b)| p / b)
+            .filter(|r| r.is_finite())
+            .collect();
+        Summary::of(&ratios)
+    }
+
+    fn peak_mib(&self, kernel: Suite, threads: usize, runtime: Runtime) -> Option<f64> {
+        self.cell(kernel, threads, runtime)
+            .filter_map(|s| s.peak_rss_kib)
+            .max()
+            .map(|kib| kib as f64 / 1024.0)
+    }
+
+    fn label(&self, kernel: Suite) -> &'a str {
+        self.samples
+            .iter()
+            .find(|s| s.kernel == kernel)
+            .map_or("", |s| s.label.as_str())
+    }
 }
 
 fn time(seconds: f64) -> String {
@@ -63,7 +121,7 @@ fn time(seconds: f64) -> String {
     } else if seconds >= 1e-3 {
         format!("{:.2} ms", seconds * 1e3)
     } else {
-        format!("{:.2} µs", seconds * 1e6)
+        format!("{:.1} µs", seconds * 1e6)
     }
 }
 
@@ -73,50 +131,189 @@ fn ratio(summary: Option<Summary>) -> String {
     })
 }
 
-/// One table per workload and thread count: median time per run, speedup
-/// over serial code, and how much faster bwos is than each runtime
-/// (medians of the ratios of back-to-back measurements, with their range).
+fn or_na(value: Option<f64>, format: impl Fn(f64) -> String) -> String {
+    value.map_or("n/a".to_string(), format)
+}
+
+fn geomean(values: &[f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    Some((values.iter().map(|v| v.ln()).sum::<f64>() / values.len() as f64).exp())
+}
+
+/// The tables: one per kernel, then work overhead, peak memory, the
+/// averages over kernels, and bwos's counters.
 pub fn tables(samples: &[Sample]) -> String {
+    let index = Index::new(samples);
     let mut out = String::new();
-    let _ = writeln!(out, "\n# Fork/join: serial code, bwos, rayon, chili\n");
     let _ = writeln!(
         out,
-        "time: median seconds per run [min-max] over the repetitions; speedup: serial time / time;\n\
-         bwos faster by: this runtime's time / bwos's time (> 1: bwos is faster)."
+        "\n# Fork/join suite: serial elision, bwos, rayon, chili\n"
     );
-    for group in groups(samples) {
+    let _ = writeln!(
+        out,
+        "Per kernel: median time per run and speedup over the serial elision (T_S / T_n);\n\
+         \"bwos faster than X\": X's time / bwos's time, pair by pair, median [min-max]\n\
+         (> 1: bwos is faster). Every runtime ran in its own process."
+    );
+    for &kernel in &index.kernels {
+        let serial = index.time(kernel, 1, Runtime::Serial);
+        let _ = writeln!(out, "\n## {}\n", index.label(kernel));
         let _ = writeln!(
             out,
-            "\n## {}, {} thread(s)\n",
-            group.workload, group.threads
+            "serial elision: {}, peak RSS {}\n",
+            serial.map_or("n/a".into(), |s| format!(
+                "{} [{}-{}]",
+                time(s.median),
+                time(s.min),
+                time(s.max)
+            )),
+            or_na(index.peak_mib(kernel, 1, Runtime::Serial), |m| format!(
+                "{m:.1} MiB"
+            )),
         );
         let _ = writeln!(
             out,
-            "| runtime | time | speedup over serial | bwos faster by |"
+            "| threads | bwos | rayon | chili | bwos faster than rayon | bwos faster than chili |"
         );
-        let _ = writeln!(out, "|---|---|---|---|");
-        let serial = group.of(Runtime::Serial);
-        let bwos = group.of(Runtime::Bwos);
+        let _ = writeln!(out, "|---|---|---|---|---|---|");
+        for &threads in &index.threads {
+            let mut row = format!("| {threads} |");
+            for runtime in Runtime::PARALLEL {
+                let cell = index
+                    .time(kernel, threads, runtime)
+                    .map_or("n/a".into(), |t| {
+                        format!(
+                            "{} ({})",
+                            time(t.median),
+                            or_na(index.speedup(kernel, threads, runtime), |s| format!(
+                                "{s:.2}x"
+                            ))
+                        )
+                    });
+                let _ = write!(row, " {cell} |");
+            }
+            for peer in [Runtime::Rayon, Runtime::Chili] {
+                let _ = write!(
+                    row,
+                    " {} |",
+                    ratio(index.bwos_faster(kernel, threads, peer))
+                );
+            }
+            let _ = writeln!(out, "{row}");
+        }
+    }
+
+    let _ = writeln!(
+        out,
+        "\n## Work overhead on one thread (T_1 / T_S) and peak memory (MiB)\n"
+    );
+    let most = index.threads.last().copied().unwrap_or(1);
+    let _ = writeln!(
+        out,
+        "RSS: the process's largest peak over the repetitions, at {most} threads for the parallel runtimes.\n"
+    );
+    let _ = writeln!(
+        out,
+        "| kernel | bwos T_1/T_S | rayon T_1/T_S | chili T_1/T_S | serial RSS | bwos RSS | rayon RSS | chili RSS |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|");
+    for &kernel in &index.kernels {
+        let mut row = format!("| {} |", kernel.name());
+        for runtime in Runtime::PARALLEL {
+            let overhead = index.speedup(kernel, 1, runtime).map(|s| 1.0 / s);
+            let _ = write!(row, " {} |", or_na(overhead, |o| format!("{o:.2}")));
+        }
         for runtime in Runtime::ALL {
-            let seconds = group.of(runtime);
-            let Some(summary) = Summary::of(seconds) else {
+            let _ = write!(
+                row,
+                " {} |",
+                or_na(index.peak_mib(kernel, most, runtime), |m| format!("{m:.1}"))
+            );
+        }
+        let _ = writeln!(out, "{row}");
+    }
+
+    let _ = writeln!(
+        out,
+        "\n## Averages over kernels: geometric mean of \"bwos faster than X\"\n"
+    );
+    let _ = writeln!(
+        out,
+        "| threads | vs rayon | vs rayon, no knapsack | vs chili | vs chili, no knapsack | kernels where bwos is > 5% slower than the best peer |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|");
+    for &threads in &index.threads {
+        let mut row = format!("| {threads} |");
+        for peer in [Runtime::Rayon, Runtime::Chili] {
+            for with_knapsack in [true, false] {
+                let ratios: Vec<f64> = index
+                    .kernels
+                    .iter()
+                    .filter(|&&k| with_knapsack || k != Suite::Knapsack)
+                    .filter_map(|&k| index.bwos_faster(k, threads, peer).map(|s| s.median))
+                    .collect();
+                let _ = write!(
+                    row,
+                    " {} |",
+                    or_na(geomean(&ratios), |g| format!("{g:.2}x"))
+                );
+            }
+        }
+        let slower: Vec<String> = index
+            .kernels
+            .iter()
+            .filter_map(|&k| {
+                let best = [Runtime::Rayon, Runtime::Chili]
+                    .into_iter()
+                    .filter_map(|peer| index.bwos_faster(k, threads, peer).map(|s| s.median))
+                    .reduce(f64::min)?;
+                (best < 0.95).then(|| format!("{} {best:.2}x", k.name()))
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "{row} {} |",
+            if slower.is_empty() {
+                "none".to_string()
+            } else {
+                slower.join(", ")
+            }
+        );
+    }
+
+    let _ = writeln!(
+        out,
+        "\n## bwos's counters per run (PoolStats / runs, median repetition)\n"
+    );
+    let _ = writeln!(
+        out,
+        "| kernel | threads | steals | failed steals | sleeps | wake-ups | yields to victim |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
+    for &kernel in &index.kernels {
+        for &threads in index.threads.iter().filter(|&&t| t > 1) {
+            let mut cell: Vec<&Sample> = index
+                .cell(kernel, threads, Runtime::Bwos)
+                .filter(|s| s.stats.is_some())
+                .collect();
+            cell.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
+            let Some(sample) = cell.get(cell.len() / 2) else {
                 continue;
             };
-            let speedup = Summary::of_ratios(serial, seconds);
-            let versus = if runtime == Runtime::Bwos {
-                "-".to_string()
-            } else {
-                ratio(Summary::of_ratios(seconds, bwos))
-            };
+            let stats = sample.stats.as_ref().expect("filtered");
+            let runs = f64::from(sample.iterations + 1);
+            let per_run = |count: u64| format!("{:.0}", count as f64 / runs);
             let _ = writeln!(
                 out,
-                "| {} | {} [{}-{}] | {} | {} |",
-                runtime.name(),
-                time(summary.median),
-                time(summary.min),
-                time(summary.max),
-                ratio(speedup),
-                versus
+                "| {} | {threads} | {} | {} | {} | {} | {} |",
+                kernel.name(),
+                per_run(stats.steals),
+                per_run(stats.failed_steals),
+                per_run(stats.sleeps),
+                per_run(stats.wakeups),
+                per_run(stats.yields_to_victim),
             );
         }
     }
@@ -134,49 +331,68 @@ pub fn write_outputs(header: &Header, samples: &[Sample], args: &ForkJoinArgs) -
     )
 }
 
-/// One plot per thread count: speedup over serial per workload.
+/// A plot per kernel of speedup against threads (Figure 7 of the Nowa
+/// paper), and a summary of every kernel's speedup at each thread count
+/// as grouped bars.
 fn plots(samples: &[Sample], dir: &Path) -> io::Result<Vec<String>> {
-    let groups = groups(samples);
-    let mut thread_counts: Vec<usize> = groups.iter().map(|g| g.threads).collect();
-    thread_counts.sort_unstable();
-    thread_counts.dedup();
-    let mut workloads: Vec<&str> = Vec::new();
-    for group in &groups {
-        if !workloads.contains(&group.workload) {
-            workloads.push(group.workload);
-        }
-    }
+    let index = Index::new(samples);
     let mut written = Vec::new();
-    for threads in thread_counts {
-        let series: Vec<Series> = Runtime::ALL
+    let position = |threads: usize| index.threads.iter().position(|&t| t == threads);
+    let thread_label = |x: &f64| {
+        let at = x.round();
+        if (x - at).abs() > 1e-6 {
+            return String::new();
+        }
+        index
+            .threads
+            .get(at as usize)
+            .map_or(String::new(), |t| t.to_string())
+    };
+    for &kernel in &index.kernels {
+        let series: Vec<Series> = Runtime::PARALLEL
             .iter()
             .map(|&runtime| {
-                let points = groups
+                let points = index
+                    .threads
                     .iter()
-                    .filter(|g| g.threads == threads)
-                    .filter_map(|g| {
-                        let x = workloads.iter().position(|w| *w == g.workload)? as f64;
-                        let speedup = Summary::of_ratios(g.of(Runtime::Serial), g.of(runtime))?;
-                        Some((x, speedup.median))
+                    .filter_map(|&t| {
+                        Some((position(t)? as f64, index.speedup(kernel, t, runtime)?))
                     })
                     .collect();
                 (runtime.name(), points)
             })
             .collect();
-        let name = format!("forkjoin-{threads}-threads.svg");
-        let caption = format!("fork/join on {threads} thread(s): speedup over serial code");
-        let label = |x: &f64| {
-            workloads
-                .get(x.round() as usize)
-                .map_or(String::new(), |w| (*w).to_string())
-        };
+        let name = format!("forkjoin-{}.svg", kernel.name());
         line_plot(
             &dir.join(&name),
-            &caption,
-            "workload",
-            "speedup over serial",
+            &format!("{}: speedup against threads (2 cores)", index.label(kernel)),
+            "worker threads",
+            "speedup over the serial elision (T_S / T_n)",
             &series,
-            Some(&label),
+            Some(&thread_label),
+        )?;
+        written.push(dir.join(name).display().to_string());
+    }
+    let groups: Vec<String> = index.kernels.iter().map(|k| k.name().to_string()).collect();
+    for &threads in &index.threads {
+        let series: Vec<Bars> = Runtime::PARALLEL
+            .iter()
+            .map(|&runtime| {
+                let values = index
+                    .kernels
+                    .iter()
+                    .map(|&k| index.speedup(k, threads, runtime))
+                    .collect();
+                (runtime.name(), values)
+            })
+            .collect();
+        let name = format!("forkjoin-summary-{threads}-threads.svg");
+        grouped_bars(
+            &dir.join(&name),
+            &format!("fork/join suite on {threads} worker thread(s): speedup per kernel"),
+            "speedup over the serial elision (T_S / T_n)",
+            &groups,
+            &series,
         )?;
         written.push(dir.join(name).display().to_string());
     }

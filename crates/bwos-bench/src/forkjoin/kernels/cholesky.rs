@@ -23,7 +23,6 @@ pub enum Block {
 pub struct Cholesky {
     pub n: usize,
     pub leaf: usize,
-    pub nonzeros: usize,
     matrix: Block,
 }
 
@@ -32,15 +31,13 @@ impl Cholesky {
     /// the diagonal (and their mirror images), made diagonally dominant so
     /// that it is positive definite. `n / leaf` must be a power of two.
     pub fn random(n: usize, leaf: usize, nonzeros: usize, seed: u64) -> Cholesky {
-        assert!(n % leaf == 0 && (n / leaf).is_power_of_two(), "n / leaf must be a power of two");
+        assert!(
+            n % leaf == 0 && (n / leaf).is_power_of_two(),
+            "n / leaf must be a power of two"
+        );
         let entries = Cholesky::entries(n, nonzeros, seed);
         let matrix = build(&entries, n, leaf, 0, 0);
-        Cholesky {
-            n,
-            leaf,
-            nonzeros,
-            matrix,
-        }
+        Cholesky { n, leaf, matrix }
     }
 
     /// The lower-triangle entries `(row, column, value)`, diagonal included.
@@ -49,7 +46,10 @@ impl Cholesky {
         let mut entries = Vec::with_capacity(nonzeros + n);
         let mut row_sums = vec![0.0; n];
         for _ in 0..nonzeros {
-            let (a, b) = ((rng.next() % n as u64) as usize, (rng.next() % n as u64) as usize);
+            let (a, b) = (
+                (rng.next() % n as u64) as usize,
+                (rng.next() % n as u64) as usize,
+            );
             if a == b {
                 continue;
             }
@@ -58,7 +58,12 @@ impl Cholesky {
             row_sums[a] += value.abs();
             row_sums[b] += value.abs();
         }
-        entries.extend(row_sums.iter().enumerate().map(|(i, sum)| (i, i, sum + 1.0)));
+        entries.extend(
+            row_sums
+                .iter()
+                .enumerate()
+                .map(|(i, sum)| (i, i, sum + 1.0)),
+        );
         entries
     }
 
@@ -82,7 +87,13 @@ impl Cholesky {
 }
 
 /// The block of `size` at (`row`, `column`) holding `entries`.
-fn build(entries: &[(usize, usize, f64)], size: usize, leaf: usize, row: usize, column: usize) -> Block {
+fn build(
+    entries: &[(usize, usize, f64)],
+    size: usize,
+    leaf: usize,
+    row: usize,
+    column: usize,
+) -> Block {
     if entries.is_empty() {
         return Block::Zero;
     }
@@ -107,7 +118,15 @@ fn build(entries: &[(usize, usize, f64)], size: usize, leaf: usize, row: usize, 
 }
 
 #[cfg(test)]
-fn to_dense(block: &Block, size: usize, leaf: usize, row: usize, column: usize, out: &mut [f64], n: usize) {
+fn to_dense(
+    block: &Block,
+    size: usize,
+    leaf: usize,
+    row: usize,
+    column: usize,
+    out: &mut [f64],
+    n: usize,
+) {
     match block {
         Block::Zero => {}
         Block::Leaf(data) => {
@@ -118,7 +137,15 @@ fn to_dense(block: &Block, size: usize, leaf: usize, row: usize, column: usize, 
         Block::Node(children) => {
             let half = size / 2;
             for (q, child) in children.iter().enumerate() {
-                to_dense(child, half, leaf, row + (q / 2) * half, column + (q % 2) * half, out, n);
+                to_dense(
+                    child,
+                    half,
+                    leaf,
+                    row + (q / 2) * half,
+                    column + (q % 2) * half,
+                    out,
+                    n,
+                );
             }
         }
     }
@@ -176,7 +203,13 @@ fn cholesky<R: ForkJoin>(a: &mut Block, size: usize, leaf: usize, ctx: &mut R::C
 }
 
 /// `x = x L⁻ᵀ`, with `L` the lower triangle of the diagonal block `l`.
-fn back_substitute<R: ForkJoin>(x: &mut Block, l: &Block, size: usize, leaf: usize, ctx: &mut R::Ctx<'_>) {
+fn back_substitute<R: ForkJoin>(
+    x: &mut Block,
+    l: &Block,
+    size: usize,
+    leaf: usize,
+    ctx: &mut R::Ctx<'_>,
+) {
     match (x, l) {
         (Block::Zero, _) => {}
         (Block::Leaf(x), Block::Leaf(l)) => {
@@ -224,7 +257,12 @@ fn multiply_subtract<R: ForkJoin>(
         *c = if size == leaf {
             Block::Leaf(vec![0.0; leaf * leaf].into_boxed_slice())
         } else {
-            Block::Node(Box::new([Block::Zero, Block::Zero, Block::Zero, Block::Zero]))
+            Block::Node(Box::new([
+                Block::Zero,
+                Block::Zero,
+                Block::Zero,
+                Block::Zero,
+            ]))
         };
     }
     match (c, a, b) {
@@ -243,10 +281,11 @@ fn multiply_subtract<R: ForkJoin>(
             let half = size / 2;
             let [c00, c01, c10, c11] = &mut **c;
             // c_ij -= a_i0 b_j0ᵀ + a_i1 b_j1ᵀ, the two terms in order.
-            let quadrant = |c: &mut Block, i: usize, j: usize, lower: bool, ctx: &mut R::Ctx<'_>| {
-                multiply_subtract::<R>(c, &a[2 * i], &b[2 * j], lower, half, leaf, ctx);
-                multiply_subtract::<R>(c, &a[2 * i + 1], &b[2 * j + 1], lower, half, leaf, ctx);
-            };
+            let quadrant =
+                |c: &mut Block, i: usize, j: usize, lower: bool, ctx: &mut R::Ctx<'_>| {
+                    multiply_subtract::<R>(c, &a[2 * i], &b[2 * j], lower, half, leaf, ctx);
+                    multiply_subtract::<R>(c, &a[2 * i + 1], &b[2 * j + 1], lower, half, leaf, ctx);
+                };
             R::join(
                 ctx,
                 |ctx| {

@@ -56,14 +56,23 @@ impl Kernel for Matmul {
     }
 
     fn run<R: ForkJoin>(&self, c: &mut Vec<f64>, ctx: &mut R::Ctx<'_>) -> u64 {
-        let (a, b) = (MatRef::new(&self.a, self.n, self.n), MatRef::new(&self.b, self.n, self.n));
+        let (a, b) = (
+            MatRef::new(&self.a, self.n, self.n),
+            MatRef::new(&self.b, self.n, self.n),
+        );
         matmul::<R>(a, b, MatMut::new(c, self.n, self.n), self.leaf, ctx);
         digest_f64(c)
     }
 }
 
 /// `c += a b`.
-fn matmul<R: ForkJoin>(a: MatRef<'_>, b: MatRef<'_>, mut c: MatMut<'_>, leaf: usize, ctx: &mut R::Ctx<'_>) {
+fn matmul<R: ForkJoin>(
+    a: MatRef<'_>,
+    b: MatRef<'_>,
+    mut c: MatMut<'_>,
+    leaf: usize,
+    ctx: &mut R::Ctx<'_>,
+) {
     if c.rows <= leaf {
         mul_add_leaf(a, b, &mut c, 1.0);
         return;
@@ -181,7 +190,10 @@ pub struct Strassen {
 impl Strassen {
     /// Random `n × n` factors (`n` a power of two).
     pub fn random(n: usize, leaf: usize, seed: u64) -> Strassen {
-        assert!(n.is_power_of_two(), "strassen's order must be a power of two");
+        assert!(
+            n.is_power_of_two(),
+            "strassen's order must be a power of two"
+        );
         Strassen {
             n,
             leaf,
@@ -199,7 +211,10 @@ impl Kernel for Strassen {
     }
 
     fn run<R: ForkJoin>(&self, c: &mut Vec<f64>, ctx: &mut R::Ctx<'_>) -> u64 {
-        let (a, b) = (MatRef::new(&self.a, self.n, self.n), MatRef::new(&self.b, self.n, self.n));
+        let (a, b) = (
+            MatRef::new(&self.a, self.n, self.n),
+            MatRef::new(&self.b, self.n, self.n),
+        );
         strassen::<R>(a, b, MatMut::new(c, self.n, self.n), self.leaf, ctx);
         digest_f64(c)
     }
@@ -220,14 +235,32 @@ fn operand(x: MatRef<'_>, y: Option<(f64, MatRef<'_>)>) -> Vec<f64> {
 /// `out = (x0 ± x1)(y0 ± y1)`, one of Strassen's seven products.
 type Sum<'a> = (MatRef<'a>, Option<(f64, MatRef<'a>)>);
 
-fn product<R: ForkJoin>(x: Sum<'_>, y: Sum<'_>, out: &mut [f64], leaf: usize, ctx: &mut R::Ctx<'_>) {
+fn product<R: ForkJoin>(
+    x: Sum<'_>,
+    y: Sum<'_>,
+    out: &mut [f64],
+    leaf: usize,
+    ctx: &mut R::Ctx<'_>,
+) {
     let h = x.0.rows;
     let (x, y) = (operand(x.0, x.1), operand(y.0, y.1));
-    strassen::<R>(MatRef::new(&x, h, h), MatRef::new(&y, h, h), MatMut::new(out, h, h), leaf, ctx);
+    strassen::<R>(
+        MatRef::new(&x, h, h),
+        MatRef::new(&y, h, h),
+        MatMut::new(out, h, h),
+        leaf,
+        ctx,
+    );
 }
 
 /// `c = a b` (overwrites `c`).
-fn strassen<R: ForkJoin>(a: MatRef<'_>, b: MatRef<'_>, mut c: MatMut<'_>, leaf: usize, ctx: &mut R::Ctx<'_>) {
+fn strassen<R: ForkJoin>(
+    a: MatRef<'_>,
+    b: MatRef<'_>,
+    mut c: MatMut<'_>,
+    leaf: usize,
+    ctx: &mut R::Ctx<'_>,
+) {
     let n = a.rows;
     if n <= leaf {
         for r in 0..n {
@@ -250,7 +283,15 @@ fn strassen<R: ForkJoin>(a: MatRef<'_>, b: MatRef<'_>, mut c: MatMut<'_>, leaf: 
             |ctx| {
                 join4::<R, _, _, _, _>(
                     ctx,
-                    |ctx| product::<R>((a00, Some((plus, a11))), (b00, Some((plus, b11))), m1, leaf, ctx),
+                    |ctx| {
+                        product::<R>(
+                            (a00, Some((plus, a11))),
+                            (b00, Some((plus, b11))),
+                            m1,
+                            leaf,
+                            ctx,
+                        )
+                    },
                     |ctx| product::<R>((a10, Some((plus, a11))), (b00, None), m2, leaf, ctx),
                     |ctx| product::<R>((a00, None), (b01, Some((minus, b11))), m3, leaf, ctx),
                     |ctx| product::<R>((a11, None), (b10, Some((minus, b00))), m4, leaf, ctx),
@@ -262,13 +303,29 @@ fn strassen<R: ForkJoin>(a: MatRef<'_>, b: MatRef<'_>, mut c: MatMut<'_>, leaf: 
                     |ctx| {
                         R::join(
                             ctx,
-                            |ctx| product::<R>((a00, Some((plus, a01))), (b11, None), m5, leaf, ctx),
                             |ctx| {
-                                product::<R>((a10, Some((minus, a00))), (b00, Some((plus, b01))), m6, leaf, ctx)
+                                product::<R>((a00, Some((plus, a01))), (b11, None), m5, leaf, ctx)
+                            },
+                            |ctx| {
+                                product::<R>(
+                                    (a10, Some((minus, a00))),
+                                    (b00, Some((plus, b01))),
+                                    m6,
+                                    leaf,
+                                    ctx,
+                                )
                             },
                         )
                     },
-                    |ctx| product::<R>((a01, Some((minus, a11))), (b10, Some((plus, b11))), m7, leaf, ctx),
+                    |ctx| {
+                        product::<R>(
+                            (a01, Some((minus, a11))),
+                            (b10, Some((plus, b11))),
+                            m7,
+                            leaf,
+                            ctx,
+                        )
+                    },
                 )
             },
         );

@@ -53,7 +53,10 @@ const BUTTERFLY_LEAF: usize = 2048;
 impl Fft {
     /// A random input of `len` points (a power of two, seeded).
     pub fn random(len: usize, seed: u64) -> Fft {
-        assert!(len.is_power_of_two(), "the FFT length must be a power of two");
+        assert!(
+            len.is_power_of_two(),
+            "the FFT length must be a power of two"
+        );
         let mut rng = SplitMix(seed);
         let input = (0..len)
             .map(|_| Complex {
@@ -98,7 +101,10 @@ impl Fft {
             self.twiddles[k]
         } else {
             let w = self.twiddles[k - half];
-            Complex { re: -w.re, im: -w.im }
+            Complex {
+                re: -w.re,
+                im: -w.im,
+            }
         }
     }
 }
@@ -175,7 +181,13 @@ fn butterflies<R: ForkJoin>(
     );
 }
 
-fn combine(even: &mut [Complex], odd: &mut [Complex], first: usize, stride: usize, twiddles: &[Complex]) {
+fn combine(
+    even: &mut [Complex],
+    odd: &mut [Complex],
+    first: usize,
+    stride: usize,
+    twiddles: &[Complex],
+) {
     for (k, (e, o)) in even.iter_mut().zip(odd.iter_mut()).enumerate() {
         let t = twiddles[(first + k) * stride].mul(*o);
         (*e, *o) = (e.add(t), e.sub(t));

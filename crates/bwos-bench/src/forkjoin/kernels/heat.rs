@@ -57,7 +57,13 @@ impl Kernel for Heat {
 
 /// Computes rows `first..first + out.len() / columns` of the next grid
 /// into `out` from `grid`.
-fn step<R: ForkJoin>(grid: &[f64], out: &mut [f64], first: usize, heat: &Heat, ctx: &mut R::Ctx<'_>) {
+fn step<R: ForkJoin>(
+    grid: &[f64],
+    out: &mut [f64],
+    first: usize,
+    heat: &Heat,
+    ctx: &mut R::Ctx<'_>,
+) {
     let columns = heat.columns;
     let rows = out.len() / columns;
     if rows > heat.leaf_rows {
@@ -77,8 +83,8 @@ fn step<R: ForkJoin>(grid: &[f64], out: &mut [f64], first: usize, heat: &Heat, c
         out_row[0] = here[0];
         out_row[columns - 1] = here[columns - 1];
         for c in 1..columns - 1 {
-            out_row[c] = here[c]
-                + ALPHA * (above[c] + below[c] + here[c - 1] + here[c + 1] - 4.0 * here[c]);
+            out_row[c] =
+                here[c] + ALPHA * (above[c] + below[c] + here[c - 1] + here[c + 1] - 4.0 * here[c]);
         }
     }
 }

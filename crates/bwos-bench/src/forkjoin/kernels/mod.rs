@@ -154,49 +154,49 @@ impl Suite {
         const SEED: u64 = 0x5eed;
         match self {
             Suite::Fib => {
-                let n = pick([20, 30, 36, 42]) as u64;
+                let n = pick([20, 34, 40, 42]) as u64;
                 visitor.visit(format!("fib({n})"), &recursive::Fib { n })
             }
             Suite::Nqueens => {
-                let n = pick([8, 11, 12, 14]) as u32;
+                let n = pick([8, 12, 14, 14]) as u32;
                 visitor.visit(format!("nqueens({n})"), &recursive::Nqueens { n })
             }
             Suite::Integrate => {
-                let upper = pick([100, 1_000, 4_000, 10_000]) as f64;
+                let upper = pick([100, 250, 1_400, 10_000]) as f64;
                 let epsilon = 1e-9;
                 let label = format!("integrate(0..{upper}, ε = {epsilon:e})");
                 visitor.visit(label, &recursive::Integrate { upper, epsilon })
             }
             Suite::Knapsack => {
-                let count = pick([20, 28, 32, 32]);
+                let count = pick([24, 44, 52, 56]);
                 let kernel = recursive::Knapsack::random(count, SEED);
                 visitor.visit(format!("knapsack({count} items)"), &kernel)
             }
             Suite::Matmul => {
-                let n = pick([64, 256, 512, 2048]);
+                let n = pick([64, 512, 1024, 2048]);
                 let kernel = dense::Matmul::random(n, 32, SEED);
                 visitor.visit(format!("matmul({n}², leaf 32²)"), &kernel)
             }
             Suite::Rectmul => {
-                let m = pick([96, 320, 640, 4096]);
+                let m = pick([96, 480, 1152, 4096]);
                 let shape = [m, m * 3 / 4, m * 5 / 4];
                 let kernel = dense::Rectmul::random(shape, 32, SEED);
                 let [m, k, n] = shape;
                 visitor.visit(format!("rectmul({m}×{k} by {k}×{n}, leaf 32)"), &kernel)
             }
             Suite::Strassen => {
-                let n = pick([128, 256, 512, 4096]);
+                let n = pick([128, 512, 1024, 4096]);
                 let kernel = dense::Strassen::random(n, 64, SEED);
                 visitor.visit(format!("strassen({n}², leaf 64²)"), &kernel)
             }
             Suite::Lu => {
-                let n = pick([64, 256, 1024, 4096]);
+                let n = pick([64, 512, 1024, 4096]);
                 let kernel = dense::Lu::random(n, 32, SEED);
                 visitor.visit(format!("lu({n}², leaf 32²)"), &kernel)
             }
             Suite::Cholesky => {
                 let n = pick([128, 1024, 2048, 4096]);
-                let nonzeros = pick([400, 4_000, 10_000, 40_000]);
+                let nonzeros = pick([400, 2_500, 10_000, 40_000]);
                 let kernel = cholesky::Cholesky::random(n, 16, nonzeros, SEED);
                 let label = format!("cholesky({n}², {nonzeros} nonzeros, leaf 16²)");
                 visitor.visit(label, &kernel)
@@ -207,9 +207,9 @@ impl Suite {
                 visitor.visit(format!("fft(2^{log})"), &kernel)
             }
             Suite::Heat => {
-                let rows = pick([64, 512, 1024, 4096]);
-                let columns = pick([64, 256, 1024, 1024]);
-                let steps = pick([10, 50, 100, 100]);
+                let rows = pick([64, 1024, 2048, 4096]);
+                let columns = pick([64, 512, 1024, 1024]);
+                let steps = pick([10, 50, 150, 100]);
                 let kernel = heat::Heat {
                     rows,
                     columns,
@@ -219,23 +219,27 @@ impl Suite {
                 visitor.visit(format!("heat({rows}×{columns}, {steps} steps)"), &kernel)
             }
             Suite::Quicksort => {
-                let len = pick([10_000, 1_000_000, 5_000_000, 100_000_000]);
+                let len = pick([10_000, 500_000, 5_000_000, 100_000_000]);
                 let kernel = quicksort::Quicksort::random(len, SEED);
                 visitor.visit(format!("quicksort({len})"), &kernel)
             }
             Suite::Skynet => {
                 let leaves = pick([10_000, 1_000_000, 1_000_000, 1_000_000]) as u64;
-                visitor.visit(format!("skynet({leaves} leaves)"), &recursive::Skynet { leaves })
+                visitor.visit(
+                    format!("skynet({leaves} leaves)"),
+                    &recursive::Skynet { leaves },
+                )
             }
             Suite::UtsGeo => {
-                let depth = pick([5, 9, 10, 13]) as u32;
+                let depth = pick([5, 9, 11, 13]) as u32;
                 let shape = uts::Shape::Geometric { mean: 4.0, depth };
                 let kernel = uts::Uts { shape, seed: SEED };
                 visitor.visit(format!("uts geometric(mean 4, depth {depth})"), &kernel)
             }
             Suite::UtsBin => {
-                let root = pick([200, 2_000, 2_000, 2_000]) as u32;
-                let probability = 0.124;
+                let root = pick([200, 2_000, 20_000, 100_000]) as u32;
+                // UTS T3's branching: 8 × 0.124875 = 0.999 expected children.
+                let probability = 0.124_875;
                 let shape = uts::Shape::Binomial {
                     root,
                     children: 8,
@@ -283,11 +287,15 @@ pub fn mix(mut z: u64) -> u64 {
 
 /// A digest of integers, order-sensitive.
 pub fn digest_u64(values: &[u64]) -> u64 {
-    values.iter().fold(0x51_7cc1_b727_220a, |hash, &v| mix(hash ^ v))
+    values
+        .iter()
+        .fold(0x51_7cc1_b727_220a, |hash, &v| mix(hash ^ v))
 }
 
 /// A digest of floating-point results, bit for bit (the kernels' reduction
 /// orders are fixed by their recursion, not by the schedule).
 pub fn digest_f64(values: &[f64]) -> u64 {
-    values.iter().fold(0x51_7cc1_b727_220a, |hash, &v| mix(hash ^ v.to_bits()))
+    values
+        .iter()
+        .fold(0x51_7cc1_b727_220a, |hash, &v| mix(hash ^ v.to_bits()))
 }

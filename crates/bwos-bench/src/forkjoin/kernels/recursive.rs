@@ -32,6 +32,7 @@ pub fn fib<R: ForkJoin>(n: u64, ctx: &mut R::Ctx<'_>) -> u64 {
 }
 
 /// The n-th Fibonacci number, computed in a loop (to check results).
+#[cfg(test)]
 pub fn fib_value(n: u64) -> u64 {
     let (mut a, mut b) = (0u64, 1u64);
     for _ in 0..n {
@@ -95,6 +96,7 @@ fn branches<R: ForkJoin>(all: u32, free: u32, board: [u32; 3], ctx: &mut R::Ctx<
 }
 
 /// The number of n-queens solutions for small `n`, to check results.
+#[cfg(test)]
 pub fn nqueens_solutions(n: u32) -> Option<u64> {
     [
         1, 1, 0, 0, 2, 10, 4, 40, 92, 352, 724, 2680, 14_200, 73_712, 365_596,
@@ -123,7 +125,12 @@ impl Kernel for Integrate {
     fn run<R: ForkJoin>(&self, _: &mut (), ctx: &mut R::Ctx<'_>) -> u64 {
         let upper = std::hint::black_box(self.upper);
         let (y0, y1) = (curve(0.0), curve(upper));
-        let area = integrate::<R>([0.0, y0, upper, y1], (y0 + y1) / 2.0 * upper, self.epsilon, ctx);
+        let area = integrate::<R>(
+            [0.0, y0, upper, y1],
+            (y0 + y1) / 2.0 * upper,
+            self.epsilon,
+            ctx,
+        );
         area.to_bits()
     }
 }
@@ -167,8 +174,10 @@ impl Knapsack {
         let mut rng = SplitMix(seed);
         let mut items: Vec<(i64, i64)> = (0..count)
             .map(|_| {
+                // Strongly correlated (value = weight + 10): the bounds
+                // prune little, the hard case for branch and bound.
                 let weight = 1 + (rng.next() % 100) as i64;
-                let value = weight + (rng.next() % 40) as i64;
+                let value = weight + 10;
                 (weight, value)
             })
             .collect();

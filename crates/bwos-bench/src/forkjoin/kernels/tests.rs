@@ -9,13 +9,20 @@ fn serial<K: Kernel>(kernel: &K) -> u64 {
 }
 
 fn close(a: f64, b: f64, what: &str) {
-    assert!((a - b).abs() <= 1e-9 * (1.0 + a.abs().max(b.abs())), "{what}: {a} against {b}");
+    assert!(
+        (a - b).abs() <= 1e-9 * (1.0 + a.abs().max(b.abs())),
+        "{what}: {a} against {b}"
+    );
 }
 
 #[test]
 fn counting_kernels_compute_the_known_values() {
     for n in [0, 1, 2, 10, 20] {
-        assert_eq!(serial(&recursive::Fib { n }), recursive::fib_value(n), "fib({n})");
+        assert_eq!(
+            serial(&recursive::Fib { n }),
+            recursive::fib_value(n),
+            "fib({n})"
+        );
     }
     for n in 1..=10 {
         assert_eq!(
@@ -32,17 +39,26 @@ fn counting_kernels_compute_the_known_values() {
         );
     }
     let values: Vec<u64> = (0..100_000).collect();
-    assert_eq!(serial(&recursive::Sum { values, leaf: 512 }), 99_999 * 100_000 / 2);
+    assert_eq!(
+        serial(&recursive::Sum { values, leaf: 512 }),
+        99_999 * 100_000 / 2
+    );
     assert_eq!(serial(&recursive::TreeSum::balanced(1000)), 1000);
 }
 
 #[test]
 fn integrate_matches_the_closed_form() {
     let upper = 100.0;
-    let area = f64::from_bits(serial(&recursive::Integrate { upper, epsilon: 1e-9 }));
+    let area = f64::from_bits(serial(&recursive::Integrate {
+        upper,
+        epsilon: 1e-9,
+    }));
     // ∫₀ᵘ (x² + 1) x dx = u⁴/4 + u²/2.
     let exact = upper.powi(4) / 4.0 + upper * upper / 2.0;
-    assert!((area - exact).abs() / exact < 1e-9, "{area} against {exact}");
+    assert!(
+        (area - exact).abs() / exact < 1e-9,
+        "{area} against {exact}"
+    );
 }
 
 #[test]
@@ -81,7 +97,9 @@ fn output<K: Kernel<Scratch = Vec<f64>>>(kernel: &K) -> Vec<f64> {
 fn matrix_products_match_the_definition() {
     let random = |rows, cols, seed| {
         let mut rng = SplitMix(seed);
-        (0..rows * cols).map(|_| 2.0 * rng.unit() - 1.0).collect::<Vec<f64>>()
+        (0..rows * cols)
+            .map(|_| 2.0 * rng.unit() - 1.0)
+            .collect::<Vec<f64>>()
     };
     let (a, b) = (random(128, 128, 7), random(128, 128, 8));
     let expected = naive_product(&a, &b, [128; 3]);
@@ -96,7 +114,10 @@ fn matrix_products_match_the_definition() {
     let shape = [100, 70, 130];
     let (a, b) = (random(100, 70, 7), random(70, 130, 8));
     let expected = naive_product(&a, &b, shape);
-    for (x, y) in output(&dense::Rectmul::random(shape, 16, 7)).iter().zip(&expected) {
+    for (x, y) in output(&dense::Rectmul::random(shape, 16, 7))
+        .iter()
+        .zip(&expected)
+    {
         close(*x, *y, "rectmul");
     }
 }
@@ -156,7 +177,9 @@ fn heat_matches_a_plain_stencil_loop() {
             for c in 1..kernel.columns - 1 {
                 let at = |r: usize, c: usize| old[r * kernel.columns + c];
                 grid[r * kernel.columns + c] = at(r, c)
-                    + 0.2 * (at(r - 1, c) + at(r + 1, c) + at(r, c - 1) + at(r, c + 1) - 4.0 * at(r, c));
+                    + 0.2
+                        * (at(r - 1, c) + at(r + 1, c) + at(r, c - 1) + at(r, c + 1)
+                            - 4.0 * at(r, c));
             }
         }
     }
@@ -185,7 +208,10 @@ fn quicksort_sorts() {
 #[test]
 fn uts_counts_every_node_once() {
     for shape in [
-        uts::Shape::Geometric { mean: 3.0, depth: 6 },
+        uts::Shape::Geometric {
+            mean: 3.0,
+            depth: 6,
+        },
         uts::Shape::Binomial {
             root: 50,
             children: 4,
@@ -211,10 +237,14 @@ fn every_runtime_agrees_with_the_serial_elision() {
             let got = Bwos::run(&bwos, |ctx| kernel.run::<Bwos>(&mut kernel.scratch(), ctx));
             assert_eq!(got, expected, "bwos, {label}, {threads} threads");
             let rayon = Rayon::build(threads);
-            let got = Rayon::run(&rayon, |ctx| kernel.run::<Rayon>(&mut kernel.scratch(), ctx));
+            let got = Rayon::run(&rayon, |ctx| {
+                kernel.run::<Rayon>(&mut kernel.scratch(), ctx)
+            });
             assert_eq!(got, expected, "rayon, {label}, {threads} threads");
             let chili = Chili::build(threads);
-            let got = Chili::run(&chili, |ctx| kernel.run::<Chili>(&mut kernel.scratch(), ctx));
+            let got = Chili::run(&chili, |ctx| {
+                kernel.run::<Chili>(&mut kernel.scratch(), ctx)
+            });
             assert_eq!(got, expected, "chili, {label}, {threads} threads");
         }
     }

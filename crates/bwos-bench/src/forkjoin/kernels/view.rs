@@ -140,7 +140,11 @@ impl<'a> MatMut<'a> {
     /// Row `above` to read and row `below` to write, `above < below`.
     #[inline]
     pub fn two_rows(&mut self, above: usize, below: usize) -> (&[f64], &mut [f64]) {
-        assert!(above < below && below < self.rows, "rows {above}, {below} of {}", self.rows);
+        assert!(
+            above < below && below < self.rows,
+            "rows {above}, {below} of {}",
+            self.rows
+        );
         // SAFETY: both rows lie inside the borrowed data (module
         // invariant) and are different rows, so the shared and the
         // exclusive slice do not overlap.
@@ -210,7 +214,10 @@ mod tests {
         let mut data: Vec<f64> = (0..30).map(f64::from).collect();
         let [mut q00, mut q01, mut q10, mut q11] = MatMut::new(&mut data, 5, 6).quadrants();
         assert_eq!((q00.rows, q00.cols, q11.rows, q11.cols), (2, 3, 3, 3));
-        for (mark, q) in [&mut q00, &mut q01, &mut q10, &mut q11].into_iter().enumerate() {
+        for (mark, q) in [&mut q00, &mut q01, &mut q10, &mut q11]
+            .into_iter()
+            .enumerate()
+        {
             for r in 0..q.rows {
                 for x in q.row_mut(r) {
                     *x = mark as f64;
@@ -232,7 +239,12 @@ mod tests {
         let a: Vec<f64> = (0..6).map(f64::from).collect(); // 2 × 3
         let b: Vec<f64> = (0..12).map(|x| f64::from(x) - 3.0).collect(); // 3 × 4
         let mut c = vec![1.0; 8];
-        mul_add_leaf(MatRef::new(&a, 2, 3), MatRef::new(&b, 3, 4), &mut MatMut::new(&mut c, 2, 4), -1.0);
+        mul_add_leaf(
+            MatRef::new(&a, 2, 3),
+            MatRef::new(&b, 3, 4),
+            &mut MatMut::new(&mut c, 2, 4),
+            -1.0,
+        );
         for i in 0..2 {
             for j in 0..4 {
                 let product: f64 = (0..3).map(|k| a[i * 3 + k] * b[k * 4 + j]).sum();
