@@ -1,5 +1,5 @@
 //! Pools: install across pools, spawn, shutdown with pending work, thread
-//! indices and names, builder errors.
+//! indices and names, builder errors, worker stack size.
 #![cfg(not(loom))]
 
 use std::sync::Arc;
@@ -293,5 +293,48 @@ fn build_global_after_first_use_is_refused() {
             error,
             ThreadPoolBuildError::GlobalPoolAlreadyInitialized
         ));
+    });
+}
+
+/// A recursion with about 1 KiB of stack per call, `depth` calls deep.
+fn deep(depth: u32) -> u64 {
+    let frame = std::hint::black_box([depth as u8; 1024]);
+    if depth == 0 {
+        return u64::from(frame[0]);
+    }
+    deep(depth - 1) + u64::from(frame[1023])
+}
+
+/// Workers get the main thread's stack size by default: a recursion of
+/// about 4 MiB (more than std's 2 MiB for spawned threads, less than the
+/// usual 8 MiB main thread) runs on the pool. A stack overflow aborts the
+/// process, so the recursion runs in a child process of this test binary
+/// and the test checks how the child ended.
+#[test]
+fn a_recursion_that_fits_the_main_thread_fits_a_worker() {
+    const CHILD: &str = "BWOS_TEST_DEEP_RECURSION_CHILD";
+    const NAME: &str = "a_recursion_that_fits_the_main_thread_fits_a_worker";
+    if std::env::var_os(CHILD).is_some() {
+        let pool = ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let sum = pool.install(|| deep(4000));
+        let expected: u64 = (0..=4000u32).map(|d| u64::from(d as u8)).sum();
+        assert_eq!(sum, expected);
+        println!("deep recursion done");
+        return;
+    }
+    watchdog(NAME, || {
+        let output = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
+            .env(CHILD, "1")
+            .env_remove("RUST_MIN_STACK")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success() && stdout.contains("deep recursion done"),
+            "the recursion did not finish on a worker ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
     });
 }

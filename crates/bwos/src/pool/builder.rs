@@ -51,8 +51,8 @@ pub struct ThreadPoolBuilder {
 
 impl ThreadPoolBuilder {
     /// A builder with the defaults: threads from `BWOS_NUM_THREADS` or the
-    /// available parallelism, names `bwos-worker-{i}`, std's stack size, no
-    /// panic handler.
+    /// available parallelism, names `bwos-worker-{i}`, the main thread's
+    /// stack size (see [`stack_size`](Self::stack_size)), no panic handler.
     pub fn new() -> Self {
         Self::default()
     }
@@ -76,7 +76,26 @@ impl ThreadPoolBuilder {
 
     /// The stack size of the worker threads, in bytes. Waiting joins run
     /// other jobs on top of their frame, so deep recursions may need more
-    /// than std's default.
+    /// than a plain thread would.
+    ///
+    /// Without this call the workers get the main thread's stack size (the
+    /// soft `RLIMIT_STACK`, 8 MiB on most Linux systems, at least 2 MiB and
+    /// at most 64 MiB), not std's 2 MiB for spawned threads: a recursion
+    /// that runs serially on the main thread then also runs on the pool.
+    /// The fork/join suite's binomial UTS tree (deep and lopsided) overflowed
+    /// 2 MiB worker stacks on bwos and on rayon, and ran on the main
+    /// thread. The stack is reserved address space; only the pages a
+    /// recursion touches become resident. If `RUST_MIN_STACK` is set, std's
+    /// setting applies instead, as for any thread.
+    ///
+    /// ```
+    /// let pool = bwos::ThreadPoolBuilder::new()
+    ///     .num_threads(2)
+    ///     .stack_size(16 << 20)
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(pool.install(|| 1 + 1), 2);
+    /// ```
     pub fn stack_size(mut self, bytes: usize) -> Self {
         self.stack_size = Some(bytes);
         self
@@ -294,7 +313,7 @@ impl ThreadPoolBuilder {
                 Some(name) => name(index),
                 None => format!("bwos-worker-{index}"),
             });
-            if let Some(bytes) = self.stack_size {
+            if let Some(bytes) = self.stack_size.or_else(main_thread_stack_size) {
                 thread = thread.stack_size(bytes);
             }
             let worker_registry = Arc::clone(&registry);
@@ -506,4 +525,29 @@ impl std::error::Error for ThreadPoolBuildError {
             _ => None,
         }
     }
+}
+
+/// The default worker stack size: the main thread's, that is the soft
+/// `RLIMIT_STACK`, clamped to 2..=64 MiB (an unlimited limit gives 64 MiB).
+/// `None` (std's choice) when `RUST_MIN_STACK` is set or the limit cannot
+/// be read.
+fn main_thread_stack_size() -> Option<usize> {
+    const MIN: usize = 2 << 20;
+    const MAX: usize = 64 << 20;
+    if std::env::var_os("RUST_MIN_STACK").is_some() {
+        return None;
+    }
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `getrlimit` only writes one `rlimit` into the struct it is
+    // given, which lives on this frame.
+    if unsafe { libc::getrlimit(libc::RLIMIT_STACK, &mut limit) } != 0 {
+        return None;
+    }
+    if limit.rlim_cur == libc::RLIM_INFINITY {
+        return Some(MAX);
+    }
+    Some(usize::try_from(limit.rlim_cur).map_or(MAX, |bytes| bytes.clamp(MIN, MAX)))
 }
