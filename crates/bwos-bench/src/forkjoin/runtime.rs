@@ -114,6 +114,10 @@ impl ForkJoin for Rayon {
     fn build(threads: usize) -> rayon::ThreadPool {
         rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
+            // The main thread's usual 8 MiB, as bwos's workers get by
+            // default: with rayon's default (std's 2 MiB) the binomial UTS
+            // tree overflows its workers' stacks.
+            .stack_size(8 << 20)
             .build()
             .expect("a rayon pool")
     }
