@@ -296,13 +296,29 @@ fn build_global_after_first_use_is_refused() {
     });
 }
 
-/// A recursion with about 1 KiB of stack per call, `depth` calls deep.
-fn deep(depth: u32) -> u64 {
+/// A recursion with at least 1 KiB of stack per call, `depth` calls deep;
+/// stores the address of the deepest frame's array in `bottom`.
+fn deep(depth: u32, bottom: &mut usize) -> u64 {
     let frame = std::hint::black_box([depth as u8; 1024]);
     if depth == 0 {
+        *bottom = std::hint::black_box(&frame) as *const [u8; 1024] as usize;
         return u64::from(frame[0]);
     }
-    deep(depth - 1) + u64::from(frame[1023])
+    // black_box: keeps the recursion a recursion (no accumulator loop).
+    std::hint::black_box(deep(depth - 1, bottom)) + u64::from(frame[1023])
+}
+
+/// The depth of `deep` that uses about `bytes` of stack, measured (frames
+/// are larger in debug builds than in release builds).
+fn depth_for(bytes: usize) -> u32 {
+    const PROBE: u32 = 64;
+    // A local, not `&0u8` (that would be promoted to a static).
+    let marker = 0u8;
+    let top = std::hint::black_box(&marker) as *const u8 as usize;
+    let mut bottom = 0;
+    deep(PROBE, &mut bottom);
+    let per_call = top.abs_diff(bottom) / PROBE as usize;
+    (bytes / per_call.max(1024)) as u32
 }
 
 /// Workers get the main thread's stack size by default: a recursion of
@@ -315,11 +331,13 @@ fn a_recursion_that_fits_the_main_thread_fits_a_worker() {
     const CHILD: &str = "BWOS_TEST_DEEP_RECURSION_CHILD";
     const NAME: &str = "a_recursion_that_fits_the_main_thread_fits_a_worker";
     if std::env::var_os(CHILD).is_some() {
+        let depth = depth_for(4 << 20);
         let pool = ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-        let sum = pool.install(|| deep(4000));
-        let expected: u64 = (0..=4000u32).map(|d| u64::from(d as u8)).sum();
+        let sum = pool.install(|| deep(depth, &mut 0));
+        let expected: u64 = (0..=depth).map(|d| u64::from(d as u8)).sum();
         assert_eq!(sum, expected);
-        println!("deep recursion done");
+        assert!(depth >= 100, "the probe measured {depth} calls for 4 MiB");
+        println!("deep recursion done: {depth} calls");
         return;
     }
     watchdog(NAME, || {
