@@ -25,21 +25,37 @@ where
     R::join(ctx, |ctx| R::join(ctx, a, b), |ctx| R::join(ctx, c, d));
 }
 
-/// `C = A B` for square matrices of a power-of-two order: eight
-/// half-size products in two rounds of four parallel ones, down to
-/// `leaf × leaf` blocks.
-pub struct Matmul {
+/// `C = A B` for random square matrices of a power-of-two order, by one
+/// of two algorithms (the matmul and strassen kernels).
+pub struct SquareProduct {
+    pub algorithm: Algorithm,
     pub n: usize,
     pub leaf: usize,
     a: Vec<f64>,
     b: Vec<f64>,
 }
 
-impl Matmul {
+/// How [`SquareProduct`] multiplies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Algorithm {
+    /// Eight half-size products in two rounds of four parallel ones, down
+    /// to `leaf × leaf` blocks (Cilk's matmul).
+    Recursive,
+    /// Strassen's seven half-size products, computed in parallel, each
+    /// into a buffer of its own, down to `leaf × leaf` blocks multiplied
+    /// directly.
+    Strassen,
+}
+
+impl SquareProduct {
     /// Random `n × n` factors (`n` a power of two).
-    pub fn random(n: usize, leaf: usize, seed: u64) -> Matmul {
-        assert!(n.is_power_of_two(), "matmul's order must be a power of two");
-        Matmul {
+    pub fn random(algorithm: Algorithm, n: usize, leaf: usize, seed: u64) -> SquareProduct {
+        assert!(
+            n.is_power_of_two(),
+            "the matrix order must be a power of two"
+        );
+        SquareProduct {
+            algorithm,
             n,
             leaf,
             a: random_matrix(n, n, seed),
@@ -48,7 +64,7 @@ impl Matmul {
     }
 }
 
-impl Kernel for Matmul {
+impl Kernel for SquareProduct {
     type Scratch = Vec<f64>;
 
     fn scratch(&self) -> Vec<f64> {
@@ -60,7 +76,11 @@ impl Kernel for Matmul {
             MatRef::new(&self.a, self.n, self.n),
             MatRef::new(&self.b, self.n, self.n),
         );
-        matmul::<R>(a, b, MatMut::new(c, self.n, self.n), self.leaf, ctx);
+        let c_view = MatMut::new(c, self.n, self.n);
+        match self.algorithm {
+            Algorithm::Recursive => matmul::<R>(a, b, c_view, self.leaf, ctx),
+            Algorithm::Strassen => strassen::<R>(a, b, c_view, self.leaf, ctx),
+        }
         digest_f64(c)
     }
 }
@@ -174,49 +194,6 @@ fn rectmul<R: ForkJoin>(
         let (b0, b1) = b.split_rows(k / 2);
         rectmul::<R>(a0, b0, c.reborrow(), sign, leaf, ctx);
         rectmul::<R>(a1, b1, c, sign, leaf, ctx);
-    }
-}
-
-/// `C = A B` by Strassen's seven half-size products (computed in
-/// parallel, each into a buffer of its own), down to `leaf × leaf` blocks
-/// multiplied directly.
-pub struct Strassen {
-    pub n: usize,
-    pub leaf: usize,
-    a: Vec<f64>,
-    b: Vec<f64>,
-}
-
-impl Strassen {
-    /// Random `n × n` factors (`n` a power of two).
-    pub fn random(n: usize, leaf: usize, seed: u64) -> Strassen {
-        assert!(
-            n.is_power_of_two(),
-            "strassen's order must be a power of two"
-        );
-        Strassen {
-            n,
-            leaf,
-            a: random_matrix(n, n, seed),
-            b: random_matrix(n, n, seed + 1),
-        }
-    }
-}
-
-impl Kernel for Strassen {
-    type Scratch = Vec<f64>;
-
-    fn scratch(&self) -> Vec<f64> {
-        vec![0.0; self.n * self.n]
-    }
-
-    fn run<R: ForkJoin>(&self, c: &mut Vec<f64>, ctx: &mut R::Ctx<'_>) -> u64 {
-        let (a, b) = (
-            MatRef::new(&self.a, self.n, self.n),
-            MatRef::new(&self.b, self.n, self.n),
-        );
-        strassen::<R>(a, b, MatMut::new(c, self.n, self.n), self.leaf, ctx);
-        digest_f64(c)
     }
 }
 

@@ -174,7 +174,7 @@ impl Suite {
             }
             Suite::Matmul => {
                 let n = pick([64, 512, 1024, 2048]);
-                let kernel = dense::Matmul::random(n, 32, SEED);
+                let kernel = dense::SquareProduct::random(dense::Algorithm::Recursive, n, 32, SEED);
                 visitor.visit(format!("matmul({n}², leaf 32²)"), &kernel)
             }
             Suite::Rectmul => {
@@ -186,7 +186,7 @@ impl Suite {
             }
             Suite::Strassen => {
                 let n = pick([128, 512, 1024, 4096]);
-                let kernel = dense::Strassen::random(n, 64, SEED);
+                let kernel = dense::SquareProduct::random(dense::Algorithm::Strassen, n, 64, SEED);
                 visitor.visit(format!("strassen({n}², leaf 64²)"), &kernel)
             }
             Suite::Lu => {

@@ -104,8 +104,24 @@ fn matrix_products_match_the_definition() {
     let (a, b) = (random(128, 128, 7), random(128, 128, 8));
     let expected = naive_product(&a, &b, [128; 3]);
     for (got, what) in [
-        (output(&dense::Matmul::random(128, 16, 7)), "matmul"),
-        (output(&dense::Strassen::random(128, 16, 7)), "strassen"),
+        (
+            output(&dense::SquareProduct::random(
+                dense::Algorithm::Recursive,
+                128,
+                16,
+                7,
+            )),
+            "matmul",
+        ),
+        (
+            output(&dense::SquareProduct::random(
+                dense::Algorithm::Strassen,
+                128,
+                16,
+                7,
+            )),
+            "strassen",
+        ),
     ] {
         for (x, y) in got.iter().zip(&expected) {
             close(*x, *y, what);
