@@ -7,7 +7,7 @@ use super::view::{MatMut, MatRef, mul_add_leaf};
 use super::{Kernel, SplitMix, digest_f64};
 use crate::forkjoin::runtime::ForkJoin;
 
-/// `n × n` random values in [-1, 1) (seeded).
+/// `rows × cols` random values in [-1, 1) (seeded).
 fn random_matrix(rows: usize, cols: usize, seed: u64) -> Vec<f64> {
     let mut rng = SplitMix(seed);
     (0..rows * cols).map(|_| 2.0 * rng.unit() - 1.0).collect()
@@ -25,61 +25,71 @@ where
     R::join(ctx, |ctx| R::join(ctx, a, b), |ctx| R::join(ctx, c, d));
 }
 
-/// `C = A B` for random square matrices of a power-of-two order, by one
-/// of two algorithms (the matmul and strassen kernels).
-pub struct SquareProduct {
+/// `C = A B` for random `m × k` and `k × n` factors, by one of three
+/// algorithms (the matmul, strassen and rectmul kernels).
+pub struct Product {
     pub algorithm: Algorithm,
-    pub n: usize,
+    /// `[m, k, n]`.
+    pub shape: [usize; 3],
     pub leaf: usize,
     a: Vec<f64>,
     b: Vec<f64>,
 }
 
-/// How [`SquareProduct`] multiplies.
+/// How [`Product`] multiplies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Algorithm {
-    /// Eight half-size products in two rounds of four parallel ones, down
-    /// to `leaf × leaf` blocks (Cilk's matmul).
-    Recursive,
-    /// Strassen's seven half-size products, computed in parallel, each
-    /// into a buffer of its own, down to `leaf × leaf` blocks multiplied
-    /// directly.
+    /// Square factors of a power-of-two order: eight half-size products
+    /// in two rounds of four parallel ones, down to `leaf × leaf` blocks
+    /// (Cilk's matmul).
+    Quadrants,
+    /// Square factors of a power-of-two order: Strassen's seven half-size
+    /// products, computed in parallel, each into a buffer of its own, down
+    /// to `leaf × leaf` blocks multiplied directly.
     Strassen,
+    /// Any shape: the largest dimension is halved until all three are at
+    /// most `leaf`. Halving `m` or `n` splits `C` in parallel; halving `k`
+    /// adds two products into the same `C`, one after the other (Cilk's
+    /// rectmul).
+    LargestDimension,
 }
 
-impl SquareProduct {
-    /// Random `n × n` factors (`n` a power of two).
-    pub fn random(algorithm: Algorithm, n: usize, leaf: usize, seed: u64) -> SquareProduct {
-        assert!(
-            n.is_power_of_two(),
-            "the matrix order must be a power of two"
-        );
-        SquareProduct {
+impl Product {
+    /// Random factors of `shape` (`[m, k, n]`; square of a power-of-two
+    /// order for `Quadrants` and `Strassen`).
+    pub fn random(algorithm: Algorithm, shape: [usize; 3], leaf: usize, seed: u64) -> Product {
+        let [m, k, n] = shape;
+        if algorithm != Algorithm::LargestDimension {
+            assert!(
+                m == k && k == n && n.is_power_of_two(),
+                "{algorithm:?} multiplies square matrices of a power-of-two order, not {m}×{k} by {k}×{n}"
+            );
+        }
+        Product {
             algorithm,
-            n,
+            shape,
             leaf,
-            a: random_matrix(n, n, seed),
-            b: random_matrix(n, n, seed + 1),
+            a: random_matrix(m, k, seed),
+            b: random_matrix(k, n, seed + 1),
         }
     }
 }
 
-impl Kernel for SquareProduct {
+impl Kernel for Product {
     type Scratch = Vec<f64>;
 
     fn scratch(&self) -> Vec<f64> {
-        vec![0.0; self.n * self.n]
+        vec![0.0; self.shape[0] * self.shape[2]]
     }
 
     fn run<R: ForkJoin>(&self, c: &mut Vec<f64>, ctx: &mut R::Ctx<'_>) -> u64 {
-        let (a, b) = (
-            MatRef::new(&self.a, self.n, self.n),
-            MatRef::new(&self.b, self.n, self.n),
-        );
-        let c_view = MatMut::new(c, self.n, self.n);
+        let [m, k, n] = self.shape;
+        let (a, b) = (MatRef::new(&self.a, m, k), MatRef::new(&self.b, k, n));
+        let c_view = MatMut::new(c, m, n);
         match self.algorithm {
-            Algorithm::Recursive => matmul::<R>(a, b, c_view, self.leaf, ctx),
+            Algorithm::Quadrants => matmul::<R>(a, b, c_view, self.leaf, ctx),
             Algorithm::Strassen => strassen::<R>(a, b, c_view, self.leaf, ctx),
+            Algorithm::LargestDimension => rectmul::<R>(a, b, c_view, 1.0, self.leaf, ctx),
         }
         digest_f64(c)
     }
@@ -117,48 +127,6 @@ fn matmul<R: ForkJoin>(
         |ctx| matmul::<R>(a11, b10, c10, leaf, ctx),
         |ctx| matmul::<R>(a11, b11, c11, leaf, ctx),
     );
-}
-
-/// `C = A B` for an `m × k` by `k × n` product of any shape: the largest
-/// dimension is halved until all three are at most `leaf`. Halving `m` or
-/// `n` splits `C` in parallel; halving `k` adds two products into the same
-/// `C`, one after the other.
-pub struct Rectmul {
-    pub m: usize,
-    pub k: usize,
-    pub n: usize,
-    pub leaf: usize,
-    a: Vec<f64>,
-    b: Vec<f64>,
-}
-
-impl Rectmul {
-    /// Random factors of the given shape.
-    pub fn random([m, k, n]: [usize; 3], leaf: usize, seed: u64) -> Rectmul {
-        Rectmul {
-            m,
-            k,
-            n,
-            leaf,
-            a: random_matrix(m, k, seed),
-            b: random_matrix(k, n, seed + 1),
-        }
-    }
-}
-
-impl Kernel for Rectmul {
-    type Scratch = Vec<f64>;
-
-    fn scratch(&self) -> Vec<f64> {
-        vec![0.0; self.m * self.n]
-    }
-
-    fn run<R: ForkJoin>(&self, c: &mut Vec<f64>, ctx: &mut R::Ctx<'_>) -> u64 {
-        let a = MatRef::new(&self.a, self.m, self.k);
-        let b = MatRef::new(&self.b, self.k, self.n);
-        rectmul::<R>(a, b, MatMut::new(c, self.m, self.n), 1.0, self.leaf, ctx);
-        digest_f64(c)
-    }
 }
 
 /// `c += sign × a b`, any shapes.

@@ -174,19 +174,20 @@ impl Suite {
             }
             Suite::Matmul => {
                 let n = pick([64, 512, 1024, 2048]);
-                let kernel = dense::SquareProduct::random(dense::Algorithm::Recursive, n, 32, SEED);
+                let kernel = dense::Product::random(dense::Algorithm::Quadrants, [n; 3], 32, SEED);
                 visitor.visit(format!("matmul({n}², leaf 32²)"), &kernel)
             }
             Suite::Rectmul => {
                 let m = pick([96, 480, 1152, 4096]);
                 let shape = [m, m * 3 / 4, m * 5 / 4];
-                let kernel = dense::Rectmul::random(shape, 32, SEED);
+                let kernel =
+                    dense::Product::random(dense::Algorithm::LargestDimension, shape, 32, SEED);
                 let [m, k, n] = shape;
                 visitor.visit(format!("rectmul({m}×{k} by {k}×{n}, leaf 32)"), &kernel)
             }
             Suite::Strassen => {
                 let n = pick([128, 512, 1024, 4096]);
-                let kernel = dense::SquareProduct::random(dense::Algorithm::Strassen, n, 64, SEED);
+                let kernel = dense::Product::random(dense::Algorithm::Strassen, [n; 3], 64, SEED);
                 visitor.visit(format!("strassen({n}², leaf 64²)"), &kernel)
             }
             Suite::Lu => {

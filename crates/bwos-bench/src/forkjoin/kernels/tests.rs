@@ -101,40 +101,19 @@ fn matrix_products_match_the_definition() {
             .map(|_| 2.0 * rng.unit() - 1.0)
             .collect::<Vec<f64>>()
     };
-    let (a, b) = (random(128, 128, 7), random(128, 128, 8));
-    let expected = naive_product(&a, &b, [128; 3]);
-    for (got, what) in [
-        (
-            output(&dense::SquareProduct::random(
-                dense::Algorithm::Recursive,
-                128,
-                16,
-                7,
-            )),
-            "matmul",
-        ),
-        (
-            output(&dense::SquareProduct::random(
-                dense::Algorithm::Strassen,
-                128,
-                16,
-                7,
-            )),
-            "strassen",
-        ),
+    for (algorithm, shape) in [
+        (dense::Algorithm::Quadrants, [128; 3]),
+        (dense::Algorithm::Strassen, [128; 3]),
+        (dense::Algorithm::LargestDimension, [100, 70, 130]),
     ] {
+        let [m, k, n] = shape;
+        let (a, b) = (random(m, k, 7), random(k, n, 8));
+        let expected = naive_product(&a, &b, shape);
+        let got = output(&dense::Product::random(algorithm, shape, 16, 7));
+        assert_eq!(got.len(), expected.len());
         for (x, y) in got.iter().zip(&expected) {
-            close(*x, *y, what);
+            close(*x, *y, &format!("{algorithm:?}"));
         }
-    }
-    let shape = [100, 70, 130];
-    let (a, b) = (random(100, 70, 7), random(70, 130, 8));
-    let expected = naive_product(&a, &b, shape);
-    for (x, y) in output(&dense::Rectmul::random(shape, 16, 7))
-        .iter()
-        .zip(&expected)
-    {
-        close(*x, *y, "rectmul");
     }
 }
 
