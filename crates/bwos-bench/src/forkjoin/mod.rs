@@ -17,17 +17,24 @@ pub(crate) mod kernels;
 mod report;
 pub(crate) mod runtime;
 
+use std::io::Read;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, ExitStatus, Stdio};
+use std::thread;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
+use wait_timeout::ChildExt;
 
 use child::ChildReport;
 pub use kernels::{Scale, Suite};
 pub use report::{tables, write_outputs};
+
+/// The default `--child-timeout`: ten minutes, far above any measurement
+/// of the suite (the paper-scale serial runs take seconds).
+pub const DEFAULT_CHILD_TIMEOUT_SECS: u64 = 600;
 
 /// Options of `bwos-bench forkjoin`.
 #[derive(Debug, Clone, Args)]
@@ -57,6 +64,10 @@ pub struct ForkJoinArgs {
     /// Write SVG plots into this directory.
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
+    /// Seconds one child process (one kernel, runtime and thread count)
+    /// may run before it is killed and counted as a failure.
+    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_CHILD_TIMEOUT_SECS, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub child_timeout: u64,
 }
 
 impl ForkJoinArgs {
@@ -72,6 +83,7 @@ impl ForkJoinArgs {
             quick,
             json: None,
             plot,
+            child_timeout: DEFAULT_CHILD_TIMEOUT_SECS,
         }
     }
 }
@@ -142,38 +154,98 @@ fn value_name(value: &impl ValueEnum) -> String {
         .to_string()
 }
 
-/// Runs one measurement in a child process.
-fn spawn_child(
+/// One child process to run: which measurement, and how long it may take.
+struct ChildRun {
     kernel: Suite,
     scale: Scale,
     runtime: Runtime,
     threads: usize,
     iterations: u32,
-) -> Result<ChildReport, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
-    let output = Command::new(exe)
-        .arg("forkjoin-child")
-        .args(["--kernel", &value_name(&kernel)])
-        .args(["--scale", &value_name(&scale)])
-        .args(["--runtime", runtime.name()])
-        .args(["--threads", &threads.to_string()])
-        .args(["--iterations", &iterations.to_string()])
-        .output()
+    timeout: Duration,
+}
+
+/// What a finished child process left.
+#[derive(Debug)]
+struct Finished {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `command` with its output captured. A process that does not exit
+/// within `timeout` is killed, and the error says so.
+fn run_with_timeout(mut command: Command, timeout: Duration) -> Result<Finished, String> {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .map_err(|e| format!("cannot start a child process: {e}"))?;
+    // Read both pipes while waiting, so that a chatty child cannot block
+    // on a full pipe and be mistaken for a hung one.
+    fn drain(pipe: Option<impl Read + Send + 'static>) -> thread::JoinHandle<String> {
+        thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(mut pipe) = pipe {
+                // A read error keeps what was read; the exit status says
+                // whether the child succeeded.
+                let _ = pipe.read_to_string(&mut text);
+            }
+            text
+        })
+    }
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
+    let status = match child.wait_timeout(timeout) {
+        Ok(Some(status)) => status,
+        Ok(None) => {
+            // `kill` fails only if the child has exited meanwhile; either
+            // way `wait` reaps it (and the pipes then close).
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!(
+                "the child process did not finish within {} s and was killed",
+                timeout.as_secs_f64()
+            ));
+        }
+        Err(e) => return Err(format!("cannot wait for the child process: {e}")),
+    };
+    Ok(Finished {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    })
+}
+
+/// Runs one measurement in a child process; one that hangs (a deadlocked
+/// or livelocked runtime) is killed after `run.timeout` and reported as a
+/// failure, so that the suite never hangs.
+fn spawn_child(run: &ChildRun) -> Result<ChildReport, String> {
     let what = format!(
-        "{} on {} with {threads} thread(s)",
-        kernel.name(),
-        runtime.name()
+        "{} on {} with {} thread(s)",
+        run.kernel.name(),
+        run.runtime.name(),
+        run.threads
     );
-    if !output.status.success() {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
+    let mut command = Command::new(exe);
+    command
+        .arg("forkjoin-child")
+        .args(["--kernel", &value_name(&run.kernel)])
+        .args(["--scale", &value_name(&run.scale)])
+        .args(["--runtime", run.runtime.name()])
+        .args(["--threads", &run.threads.to_string()])
+        .args(["--iterations", &run.iterations.to_string()]);
+    let finished = run_with_timeout(command, run.timeout)
+        .map_err(|e| format!("{what}: {e} (--child-timeout sets the limit)"))?;
+    if !finished.status.success() {
         return Err(format!(
             "{what}: the child process failed ({}): {}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
+            finished.status,
+            finished.stderr.trim()
         ));
     }
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let line = stdout.lines().last().unwrap_or_default();
+    let line = finished.stdout.lines().last().unwrap_or_default();
     serde_json::from_str(line).map_err(|e| format!("{what}: unreadable child report {line:?}: {e}"))
 }
 
@@ -194,6 +266,7 @@ pub fn run(args: &ForkJoinArgs) -> Outcome {
             threads,
         )
     };
+    let timeout = Duration::from_secs(args.child_timeout);
     let mut thread_counts = default_threads;
     thread_counts.sort_unstable();
     thread_counts.dedup();
@@ -222,7 +295,15 @@ pub fn run(args: &ForkJoinArgs) -> Outcome {
         progress.set_message(format!("{}: serial probe", kernel.name()));
         // The serial elision's result and time: the reference for every
         // check, and the run count per measurement.
-        let probe = match spawn_child(kernel, scale, Runtime::Serial, 1, 1) {
+        let mut child = ChildRun {
+            kernel,
+            scale,
+            runtime: Runtime::Serial,
+            threads: 1,
+            iterations: 1,
+            timeout,
+        };
+        let probe = match spawn_child(&child) {
             Ok(probe) => probe,
             Err(error) => {
                 fail(&mut outcome, error);
@@ -230,6 +311,7 @@ pub fn run(args: &ForkJoinArgs) -> Outcome {
             }
         };
         let iterations = (target.as_secs_f64() / probe.seconds).clamp(1.0, 1e6) as u32;
+        child.iterations = iterations;
         for &threads in &thread_counts {
             for repetition in 0..repetitions {
                 let mut order: Vec<Runtime> = Runtime::ALL
@@ -241,7 +323,8 @@ pub fn run(args: &ForkJoinArgs) -> Outcome {
                 }
                 for runtime in order {
                     progress.set_message(format!("{} on {threads} thread(s)", probe.label));
-                    match spawn_child(kernel, scale, runtime, threads, iterations) {
+                    (child.runtime, child.threads) = (runtime, threads);
+                    match spawn_child(&child) {
                         Ok(report) if report.digest != probe.digest => fail(
                             &mut outcome,
                             format!(
@@ -273,4 +356,28 @@ pub fn run(args: &ForkJoinArgs) -> Outcome {
     }
     progress.finish_and_clear();
     outcome
+}
+
+#[cfg(test)]
+mod child_tests {
+    use super::*;
+
+    #[test]
+    fn a_hung_child_is_killed_and_reported() {
+        let mut command = Command::new("sleep");
+        command.arg("60");
+        let error = run_with_timeout(command, Duration::from_millis(300))
+            .expect_err("a child that sleeps for a minute outlives a 0.3 s limit");
+        assert!(error.contains("did not finish within 0.3 s"), "{error}");
+    }
+
+    #[test]
+    fn a_finished_child_keeps_its_output_and_status() {
+        let mut command = Command::new("sh");
+        command.args(["-c", "echo out; echo err >&2; exit 3"]);
+        let finished = run_with_timeout(command, Duration::from_secs(60)).expect("sh runs");
+        assert_eq!(finished.status.code(), Some(3));
+        assert_eq!(finished.stdout, "out\n");
+        assert_eq!(finished.stderr, "err\n");
+    }
 }

@@ -337,19 +337,10 @@ impl Kernel for Lu {
     }
 }
 
-fn lu<R: ForkJoin>(mut a: MatMut<'_>, leaf: usize, ctx: &mut R::Ctx<'_>) {
+fn lu<R: ForkJoin>(a: MatMut<'_>, leaf: usize, ctx: &mut R::Ctx<'_>) {
     let n = a.rows;
     if n <= leaf {
-        for k in 0..n {
-            for i in k + 1..n {
-                let (pivot_row, row) = a.two_rows(k, i);
-                row[k] /= pivot_row[k];
-                let factor = row[k];
-                for (x, &p) in row[k + 1..].iter_mut().zip(&pivot_row[k + 1..]) {
-                    *x -= factor * p;
-                }
-            }
-        }
+        lu_leaf(a);
         return;
     }
     let [mut a00, mut a01, mut a10, a11] = a.quadrants();
@@ -366,7 +357,7 @@ fn lu<R: ForkJoin>(mut a: MatMut<'_>, leaf: usize, ctx: &mut R::Ctx<'_>) {
 }
 
 /// `b = L⁻¹ b`, with `L` the unit lower triangle of `l`.
-fn lower_solve<R: ForkJoin>(l: MatRef<'_>, mut b: MatMut<'_>, leaf: usize, ctx: &mut R::Ctx<'_>) {
+fn lower_solve<R: ForkJoin>(l: MatRef<'_>, b: MatMut<'_>, leaf: usize, ctx: &mut R::Ctx<'_>) {
     let n = l.rows;
     if b.cols > leaf {
         let cols = b.cols;
@@ -377,15 +368,7 @@ fn lower_solve<R: ForkJoin>(l: MatRef<'_>, mut b: MatMut<'_>, leaf: usize, ctx: 
             |ctx| lower_solve::<R>(l, b1, leaf, ctx),
         );
     } else if n <= leaf {
-        for i in 0..n {
-            for k in 0..i {
-                let factor = l.row(i)[k];
-                let (above, row) = b.two_rows(k, i);
-                for (x, &y) in row.iter_mut().zip(above) {
-                    *x -= factor * y;
-                }
-            }
-        }
+        lower_solve_leaf(l, b);
     } else {
         let [l00, _, l10, l11] = l.quadrants();
         let (mut b0, b1) = b.split_rows(n / 2);
@@ -397,7 +380,7 @@ fn lower_solve<R: ForkJoin>(l: MatRef<'_>, mut b: MatMut<'_>, leaf: usize, ctx: 
 }
 
 /// `b = b U⁻¹`, with `U` the upper triangle (with diagonal) of `u`.
-fn upper_solve<R: ForkJoin>(u: MatRef<'_>, mut b: MatMut<'_>, leaf: usize, ctx: &mut R::Ctx<'_>) {
+fn upper_solve<R: ForkJoin>(u: MatRef<'_>, b: MatMut<'_>, leaf: usize, ctx: &mut R::Ctx<'_>) {
     let n = u.rows;
     if b.rows > leaf {
         let rows = b.rows;
@@ -408,13 +391,7 @@ fn upper_solve<R: ForkJoin>(u: MatRef<'_>, mut b: MatMut<'_>, leaf: usize, ctx: 
             |ctx| upper_solve::<R>(u, b1, leaf, ctx),
         );
     } else if n <= leaf {
-        for r in 0..b.rows {
-            let row = b.row_mut(r);
-            for j in 0..n {
-                let dot: f64 = (0..j).map(|k| row[k] * u.row(k)[j]).sum();
-                row[j] = (row[j] - dot) / u.row(j)[j];
-            }
-        }
+        upper_solve_leaf(u, b);
     } else {
         let [u00, u01, _, u11] = u.quadrants();
         let (mut b0, b1) = b.split_cols(n / 2);
@@ -422,5 +399,51 @@ fn upper_solve<R: ForkJoin>(u: MatRef<'_>, mut b: MatMut<'_>, leaf: usize, ctx: 
         upper_solve::<R>(u00, b0.reborrow(), leaf, ctx);
         rectmul::<R>(b0.rb(), u01, b1.reborrow(), -1.0, leaf, ctx);
         upper_solve::<R>(u11, b1, leaf, ctx);
+    }
+}
+
+// The leaves are not generic and never inlined, so that every runtime runs
+// the same machine code (see `cholesky.rs`).
+
+/// Factors a leaf in place without pivoting.
+#[inline(never)]
+fn lu_leaf(mut a: MatMut<'_>) {
+    let n = a.rows;
+    for k in 0..n {
+        for i in k + 1..n {
+            let (pivot_row, row) = a.two_rows(k, i);
+            row[k] /= pivot_row[k];
+            let factor = row[k];
+            for (x, &p) in row[k + 1..].iter_mut().zip(&pivot_row[k + 1..]) {
+                *x -= factor * p;
+            }
+        }
+    }
+}
+
+/// `b = L⁻¹ b` for a leaf `l`.
+#[inline(never)]
+fn lower_solve_leaf(l: MatRef<'_>, mut b: MatMut<'_>) {
+    for i in 0..l.rows {
+        for k in 0..i {
+            let factor = l.row(i)[k];
+            let (above, row) = b.two_rows(k, i);
+            for (x, &y) in row.iter_mut().zip(above) {
+                *x -= factor * y;
+            }
+        }
+    }
+}
+
+/// `b = b U⁻¹` for a leaf `u`.
+#[inline(never)]
+fn upper_solve_leaf(u: MatRef<'_>, mut b: MatMut<'_>) {
+    let n = u.rows;
+    for r in 0..b.rows {
+        let row = b.row_mut(r);
+        for j in 0..n {
+            let dot: f64 = (0..j).map(|k| row[k] * u.row(k)[j]).sum();
+            row[j] = (row[j] - dot) / u.row(j)[j];
+        }
     }
 }

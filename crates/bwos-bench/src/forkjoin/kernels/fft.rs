@@ -5,7 +5,7 @@
 
 use std::f64::consts::PI;
 
-use super::{Kernel, SplitMix, digest_f64};
+use super::{Kernel, SplitMix, digest_f64_iter};
 use crate::forkjoin::runtime::ForkJoin;
 
 /// A complex number.
@@ -118,8 +118,7 @@ impl Kernel for Fft {
 
     fn run<R: ForkJoin>(&self, out: &mut Vec<Complex>, ctx: &mut R::Ctx<'_>) -> u64 {
         fft::<R>(&self.input, 1, out, &self.twiddles, ctx);
-        let flat: Vec<f64> = out.iter().flat_map(|c| [c.re, c.im]).collect();
-        digest_f64(&flat)
+        digest_f64_iter(out.iter().flat_map(|c| [c.re, c.im]))
     }
 }
 
@@ -146,6 +145,7 @@ fn fft<R: ForkJoin>(
     butterflies::<R>(even, odd, 0, stride, twiddles, ctx);
 }
 
+#[inline(never)]
 fn fft_serial(input: &[Complex], stride: usize, out: &mut [Complex], twiddles: &[Complex]) {
     let n = out.len();
     if n == 1 {
@@ -181,6 +181,7 @@ fn butterflies<R: ForkJoin>(
     );
 }
 
+#[inline(never)]
 fn combine(
     even: &mut [Complex],
     odd: &mut [Complex],

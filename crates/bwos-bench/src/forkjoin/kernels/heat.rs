@@ -75,6 +75,13 @@ fn step<R: ForkJoin>(
         );
         return;
     }
+    step_leaf(grid, out, first, columns);
+}
+
+/// The serial leaf of [`step`]; not generic and never inlined, so that
+/// every runtime runs the same machine code (see `cholesky.rs`).
+#[inline(never)]
+fn step_leaf(grid: &[f64], out: &mut [f64], first: usize, columns: usize) {
     for (r, out_row) in out.chunks_exact_mut(columns).enumerate() {
         let row = first + r;
         let above = &grid[(row - 1) * columns..row * columns];

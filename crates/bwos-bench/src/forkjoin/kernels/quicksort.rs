@@ -50,6 +50,7 @@ fn quicksort<R: ForkJoin>(values: &mut [u64], ctx: &mut R::Ctx<'_>) {
     );
 }
 
+#[inline(never)]
 fn insertion_sort(values: &mut [u64]) {
     for i in 1..values.len() {
         let mut j = i;
@@ -65,6 +66,7 @@ fn insertion_sort(values: &mut [u64]) {
 /// both sides non-empty (`values` has more than two elements: the median
 /// of three guarantees an element on each side, which also stops both
 /// scans without bounds checks failing).
+#[inline(never)]
 fn partition(values: &mut [u64]) -> usize {
     let last = values.len() - 1;
     let middle = last / 2;

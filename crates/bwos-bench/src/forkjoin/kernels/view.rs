@@ -191,6 +191,7 @@ impl<'a> MatMut<'a> {
 
 /// `c += sign × a b`, the serial leaf of every multiplication (i-k-j
 /// order, so the inner loop runs along rows and vectorizes).
+#[inline(never)]
 pub fn mul_add_leaf(a: MatRef<'_>, b: MatRef<'_>, c: &mut MatMut<'_>, sign: f64) {
     debug_assert!(a.cols == b.rows && c.rows == a.rows && c.cols == b.cols);
     for i in 0..a.rows {
