@@ -308,7 +308,10 @@ pub(crate) fn line_plot(
             // Headroom above the data for the legend, so that it covers none.
             .build_cartesian_2d(-0.2..x_max * 1.05 + 0.2, 0.0..y_max * 1.4)?;
         let mut mesh = chart.configure_mesh();
-        mesh.x_desc(x_label).y_desc(y_label);
+        mesh.x_desc(x_label)
+            .y_desc(y_label)
+            .label_style(("sans-serif", 14))
+            .axis_desc_style(("sans-serif", 16));
         if let Some(names) = x_names {
             mesh.x_labels(series.iter().map(|s| s.1.len()).max().unwrap_or(1))
                 .x_label_formatter(names);
@@ -329,6 +332,7 @@ pub(crate) fn line_plot(
         }
         chart
             .configure_series_labels()
+            .label_font(("sans-serif", 15))
             .position(SeriesLabelPosition::UpperLeft)
             .background_style(WHITE.mix(0.8))
             .border_style(BLACK)
@@ -360,13 +364,16 @@ pub(crate) fn grouped_bars(
             .flat_map(|(_, values)| values.iter().flatten())
             .copied()
             .fold(1.0, f64::max);
-        let root = SVGBackend::new(path, (1200, 600)).into_drawing_area();
+        // Wide enough for horizontal group names (rotated ones were
+        // clipped by the plot area): about 90 pixels per group.
+        let width = (90 * groups.len() as u32 + 120).max(800);
+        let root = SVGBackend::new(path, (width, 600)).into_drawing_area();
         root.fill(&WHITE)?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(caption, ("sans-serif", 20))
-            .margin(15)
-            .x_label_area_size(80)
-            .y_label_area_size(60)
+            .caption(caption, ("sans-serif", 22))
+            .margin(20)
+            .x_label_area_size(50)
+            .y_label_area_size(70)
             .build_cartesian_2d(0.0..groups.len() as f64, 0.0..y_max * 1.3)?;
         chart
             .configure_mesh()
@@ -381,11 +388,9 @@ pub(crate) fn grouped_bars(
                     String::new()
                 }
             })
-            .x_label_style(
-                ("sans-serif", 13)
-                    .into_font()
-                    .transform(FontTransform::Rotate90),
-            )
+            .x_label_style(("sans-serif", 15))
+            .y_label_style(("sans-serif", 14))
+            .axis_desc_style(("sans-serif", 16))
             .y_desc(y_label)
             .draw()?;
         let width = 0.8 / series.len().max(1) as f64;
@@ -405,6 +410,7 @@ pub(crate) fn grouped_bars(
         }
         chart
             .configure_series_labels()
+            .label_font(("sans-serif", 15))
             .position(SeriesLabelPosition::UpperRight)
             .background_style(WHITE.mix(0.9))
             .border_style(BLACK)
