@@ -1,0 +1,331 @@
+//! The task allocation, wakers and `JoinHandle` with a test scheduler (a
+//! locked `VecDeque`), single-threaded and with wakes from other threads.
+//! These run under Miri too (`cargo +nightly miri test -p bwos --lib
+//! task::`), which checks the unsafe code for leaks, double frees and
+//! aliasing.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+
+use super::{JoinError, JoinHandle, Notified, Schedule, spawn};
+
+#[derive(Default)]
+struct Queue(Mutex<VecDeque<Notified>>);
+
+impl Schedule for Arc<Queue> {
+    fn schedule(&self, task: Notified) {
+        self.0.lock().unwrap().push_back(task);
+    }
+}
+
+impl Queue {
+    fn pop(&self) -> Option<Notified> {
+        self.0.lock().unwrap().pop_front()
+    }
+
+    fn run_all(&self) -> usize {
+        let mut ran = 0;
+        while let Some(task) = self.pop() {
+            task.run();
+            ran += 1;
+        }
+        ran
+    }
+}
+
+/// A waker that records that it was woken.
+#[derive(Default)]
+struct Flag(AtomicBool);
+
+impl Wake for Flag {
+    fn wake(self: Arc<Self>) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+fn poll_handle<T>(handle: &mut JoinHandle<T>, flag: &Arc<Flag>) -> Poll<Result<T, JoinError>> {
+    let waker = Waker::from(flag.clone());
+    Pin::new(handle).poll(&mut Context::from_waker(&waker))
+}
+
+/// Counts its drops.
+struct DropCounter(Arc<AtomicUsize>);
+
+impl Drop for DropCounter {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Pending until `wakes` wake-ups came, each through a waker it handed to
+/// `park` (which decides who calls it and when).
+struct CountDown<P: FnMut(Waker)> {
+    left: usize,
+    park: P,
+    _guard: DropCounter,
+}
+
+impl<P: FnMut(Waker) + Unpin> Future for CountDown<P> {
+    type Output = usize;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<usize> {
+        if self.left == 0 {
+            return Poll::Ready(42);
+        }
+        self.left -= 1;
+        let waker = cx.waker().clone();
+        (self.park)(waker);
+        Poll::Pending
+    }
+}
+
+#[test]
+fn a_ready_task_delivers_its_output_to_the_handle() {
+    let queue = Arc::new(Queue::default());
+    let (task, mut handle) = spawn(async { 7 }, queue.clone());
+    let flag = Arc::new(Flag::default());
+    assert!(poll_handle(&mut handle, &flag).is_pending());
+    task.run();
+    assert!(flag.0.load(Ordering::SeqCst), "completion wakes the handle");
+    assert!(handle.is_finished());
+    assert_eq!(
+        poll_handle(&mut handle, &flag).map(Result::unwrap),
+        Poll::Ready(7)
+    );
+}
+
+#[test]
+fn a_task_that_wakes_itself_is_requeued_until_it_finishes() {
+    let queue = Arc::new(Queue::default());
+    let drops = Arc::new(AtomicUsize::new(0));
+    let future = CountDown {
+        left: 3,
+        park: Waker::wake,
+        _guard: DropCounter(drops.clone()),
+    };
+    let (task, mut handle) = spawn(future, queue.clone());
+    queue.schedule(task);
+    assert_eq!(queue.run_all(), 4, "one run per poll");
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        1,
+        "the future is dropped once"
+    );
+    let flag = Arc::new(Flag::default());
+    assert!(matches!(
+        poll_handle(&mut handle, &flag),
+        Poll::Ready(Ok(42))
+    ));
+}
+
+#[test]
+fn a_panic_in_poll_reaches_the_handle() {
+    let queue = Arc::new(Queue::default());
+    let (task, mut handle) = spawn(
+        async {
+            if std::hint::black_box(true) {
+                panic!("boom");
+            }
+        },
+        queue.clone(),
+    );
+    task.run();
+    let flag = Arc::new(Flag::default());
+    let Poll::Ready(Err(error)) = poll_handle(&mut handle, &flag) else {
+        panic!("the handle did not report the panic");
+    };
+    assert!(error.is_panic() && !error.is_cancelled());
+    assert_eq!(error.to_string(), "task panicked");
+    assert_eq!(*error.into_panic().downcast::<&str>().unwrap(), "boom");
+}
+
+#[test]
+fn abort_before_the_first_poll_cancels() {
+    let queue = Arc::new(Queue::default());
+    let drops = Arc::new(AtomicUsize::new(0));
+    let guard = DropCounter(drops.clone());
+    let (task, mut handle) = spawn(
+        async move {
+            let _guard = guard;
+            1
+        },
+        queue.clone(),
+    );
+    handle.abort();
+    task.run();
+    assert_eq!(drops.load(Ordering::SeqCst), 1, "the future was dropped");
+    let flag = Arc::new(Flag::default());
+    let Poll::Ready(Err(error)) = poll_handle(&mut handle, &flag) else {
+        panic!("not cancelled");
+    };
+    assert!(error.is_cancelled());
+    assert_eq!(format!("{error:?}"), "JoinError::Cancelled");
+}
+
+#[test]
+fn abort_of_a_waiting_task_queues_its_cancellation() {
+    let queue = Arc::new(Queue::default());
+    let parked = Arc::new(Mutex::new(None));
+    let drops = Arc::new(AtomicUsize::new(0));
+    let future = CountDown {
+        left: 1,
+        park: {
+            let parked = parked.clone();
+            move |waker| *parked.lock().unwrap() = Some(waker)
+        },
+        _guard: DropCounter(drops.clone()),
+    };
+    let (task, mut handle) = spawn(future, queue.clone());
+    task.run();
+    assert_eq!(queue.run_all(), 0, "the task waits for its waker");
+    handle.abort();
+    assert_eq!(queue.run_all(), 1, "abort queued the cancellation");
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    // The stale waker wakes a complete task: nothing is queued.
+    parked.lock().unwrap().take().unwrap().wake();
+    assert_eq!(queue.run_all(), 0);
+    let flag = Arc::new(Flag::default());
+    assert!(matches!(poll_handle(&mut handle, &flag), Poll::Ready(Err(e)) if e.is_cancelled()));
+}
+
+#[test]
+fn a_detached_task_runs_and_drops_its_output() {
+    let queue = Arc::new(Queue::default());
+    let drops = Arc::new(AtomicUsize::new(0));
+    let output = DropCounter(drops.clone());
+    let (task, handle) = spawn(async move { output }, queue.clone());
+    drop(handle);
+    task.run();
+    assert_eq!(drops.load(Ordering::SeqCst), 1, "nobody reads it: dropped");
+}
+
+#[test]
+fn a_handle_dropped_after_completion_drops_the_output() {
+    let queue = Arc::new(Queue::default());
+    let drops = Arc::new(AtomicUsize::new(0));
+    let output = DropCounter(drops.clone());
+    let (task, handle) = spawn(async move { output }, queue.clone());
+    task.run();
+    assert_eq!(drops.load(Ordering::SeqCst), 0, "kept for the handle");
+    drop(handle);
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn dropping_a_queued_entry_cancels_the_task() {
+    let queue = Arc::new(Queue::default());
+    let drops = Arc::new(AtomicUsize::new(0));
+    let guard = DropCounter(drops.clone());
+    let (task, mut handle) = spawn(
+        async move {
+            let _guard = guard;
+        },
+        queue.clone(),
+    );
+    queue.schedule(task);
+    drop(queue.pop());
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    let flag = Arc::new(Flag::default());
+    assert!(matches!(poll_handle(&mut handle, &flag), Poll::Ready(Err(e)) if e.is_cancelled()));
+}
+
+#[test]
+fn a_handle_polled_with_another_waker_is_woken_through_the_new_one() {
+    let queue = Arc::new(Queue::default());
+    let (task, mut handle) = spawn(async { 3 }, queue.clone());
+    let (first, second) = (Arc::new(Flag::default()), Arc::new(Flag::default()));
+    assert!(poll_handle(&mut handle, &first).is_pending());
+    assert!(poll_handle(&mut handle, &second).is_pending());
+    task.run();
+    assert!(second.0.load(Ordering::SeqCst));
+    assert!(
+        !first.0.load(Ordering::SeqCst),
+        "the replaced waker is not woken"
+    );
+    assert!(matches!(
+        poll_handle(&mut handle, &second),
+        Poll::Ready(Ok(3))
+    ));
+}
+
+/// Tasks woken from other threads while two threads run the queue: every
+/// task finishes exactly once with its own value, and every future is
+/// dropped once. Small under Miri, which is slow.
+#[test]
+fn wakes_from_other_threads_lose_nothing() {
+    bwos_testkit::watchdog(
+        "wakes_from_other_threads_lose_nothing",
+        wakes_from_other_threads,
+    );
+}
+
+fn wakes_from_other_threads() {
+    let (tasks, wakes) = if cfg!(miri) { (4, 2) } else { (200, 5) };
+    let queue = Arc::new(Queue::default());
+    let drops = Arc::new(AtomicUsize::new(0));
+    let (send, receive) = std::sync::mpsc::channel::<Waker>();
+    let mut handles = Vec::new();
+    for value in 0..tasks {
+        let send = send.clone();
+        let future = CountDown {
+            left: wakes,
+            park: move |waker| send.send(waker).unwrap(),
+            _guard: DropCounter(drops.clone()),
+        };
+        let (task, handle) = spawn(
+            async move {
+                assert_eq!(future.await, 42);
+                value
+            },
+            queue.clone(),
+        );
+        queue.schedule(task);
+        handles.push(handle);
+    }
+    drop(send);
+    let done = Arc::new(AtomicBool::new(false));
+    std::thread::scope(|s| {
+        // The wakers' thread: wakes every parked task, by value.
+        let waker_thread = s.spawn(move || {
+            for waker in receive {
+                waker.wake();
+            }
+        });
+        let runners: Vec<_> = (0..2)
+            .map(|_| {
+                let (queue, done) = (&queue, &done);
+                s.spawn(move || {
+                    while !done.load(Ordering::SeqCst) {
+                        if queue.pop().map(Notified::run).is_none() {
+                            std::thread::yield_now();
+                        }
+                    }
+                })
+            })
+            .collect();
+        let flag = Arc::new(Flag::default());
+        for (value, handle) in handles.iter_mut().enumerate() {
+            loop {
+                match poll_handle(handle, &flag) {
+                    Poll::Ready(result) => {
+                        assert_eq!(result.unwrap(), value);
+                        break;
+                    }
+                    Poll::Pending => std::thread::yield_now(),
+                }
+            }
+        }
+        done.store(true, Ordering::SeqCst);
+        for runner in runners {
+            runner.join().unwrap();
+        }
+        drop(waker_thread);
+    });
+    drop(handles);
+    assert_eq!(drops.load(Ordering::SeqCst), tasks);
+    assert_eq!(queue.run_all(), 0);
+}
