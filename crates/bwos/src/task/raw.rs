@@ -419,6 +419,10 @@ unsafe fn header_of<'a>(data: *const ()) -> (NonNull<Header>, &'a Header) {
     }
 }
 
+/// # Safety
+/// Called by `Waker` on a waker made by `raw_waker` (`data` is a task
+/// header kept alive by the waker's reference, or by the run-queue entry
+/// that lends it).
 unsafe fn waker_clone(data: *const ()) -> RawWaker {
     // SAFETY: called by `Waker::clone` on one of our wakers.
     let (_, header) = unsafe { header_of(data) };
@@ -426,6 +430,10 @@ unsafe fn waker_clone(data: *const ()) -> RawWaker {
     RawWaker::new(data, waker_vtable())
 }
 
+/// # Safety
+/// Called by `Waker` on a waker made by `raw_waker` (`data` is a task
+/// header kept alive by the waker's reference, or by the run-queue entry
+/// that lends it).
 unsafe fn waker_wake(data: *const ()) {
     // SAFETY: called by `Waker::wake` on one of our wakers, which owns a
     // reference (a borrowed waker is never woken by value: it is in a
@@ -440,6 +448,10 @@ unsafe fn waker_wake(data: *const ()) {
     }
 }
 
+/// # Safety
+/// Called by `Waker` on a waker made by `raw_waker` (`data` is a task
+/// header kept alive by the waker's reference, or by the run-queue entry
+/// that lends it).
 unsafe fn waker_wake_by_ref(data: *const ()) {
     // SAFETY: called by `Waker::wake_by_ref` on one of our wakers.
     let (ptr, header) = unsafe { header_of(data) };
@@ -449,6 +461,10 @@ unsafe fn waker_wake_by_ref(data: *const ()) {
     }
 }
 
+/// # Safety
+/// Called by `Waker` on a waker made by `raw_waker` (`data` is a task
+/// header kept alive by the waker's reference, or by the run-queue entry
+/// that lends it).
 unsafe fn waker_drop(data: *const ()) {
     // SAFETY: called by `Waker::drop` on one of our wakers, which owns a
     // reference.

@@ -52,6 +52,29 @@ fn poll_handle<T>(handle: &mut JoinHandle<T>, flag: &Arc<Flag>) -> Poll<Result<T
     Pin::new(handle).poll(&mut Context::from_waker(&waker))
 }
 
+/// The handle's outcome, which must be ready.
+fn outcome<T>(handle: &mut JoinHandle<T>) -> Result<T, JoinError> {
+    match poll_handle(handle, &Arc::new(Flag::default())) {
+        Poll::Ready(outcome) => outcome,
+        Poll::Pending => panic!("the task has not finished"),
+    }
+}
+
+/// A task whose future holds a drop counter and returns 1; the counter
+/// counts the future's drop.
+fn guarded_task(queue: &Arc<Queue>) -> (Notified, JoinHandle<u32>, Arc<AtomicUsize>) {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let guard = DropCounter(drops.clone());
+    let (task, handle) = spawn(
+        async move {
+            let _guard = guard;
+            1
+        },
+        queue.clone(),
+    );
+    (task, handle, drops)
+}
+
 /// Counts its drops.
 struct DropCounter(Arc<AtomicUsize>);
 
@@ -134,10 +157,7 @@ fn a_panic_in_poll_reaches_the_handle() {
         queue.clone(),
     );
     task.run();
-    let flag = Arc::new(Flag::default());
-    let Poll::Ready(Err(error)) = poll_handle(&mut handle, &flag) else {
-        panic!("the handle did not report the panic");
-    };
+    let error = outcome(&mut handle).expect_err("the task panicked");
     assert!(error.is_panic() && !error.is_cancelled());
     assert_eq!(error.to_string(), "task panicked");
     assert_eq!(*error.into_panic().downcast::<&str>().unwrap(), "boom");
@@ -146,22 +166,11 @@ fn a_panic_in_poll_reaches_the_handle() {
 #[test]
 fn abort_before_the_first_poll_cancels() {
     let queue = Arc::new(Queue::default());
-    let drops = Arc::new(AtomicUsize::new(0));
-    let guard = DropCounter(drops.clone());
-    let (task, mut handle) = spawn(
-        async move {
-            let _guard = guard;
-            1
-        },
-        queue.clone(),
-    );
+    let (task, mut handle, drops) = guarded_task(&queue);
     handle.abort();
     task.run();
     assert_eq!(drops.load(Ordering::SeqCst), 1, "the future was dropped");
-    let flag = Arc::new(Flag::default());
-    let Poll::Ready(Err(error)) = poll_handle(&mut handle, &flag) else {
-        panic!("not cancelled");
-    };
+    let error = outcome(&mut handle).expect_err("cancelled");
     assert!(error.is_cancelled());
     assert_eq!(format!("{error:?}"), "JoinError::Cancelled");
 }
@@ -188,8 +197,7 @@ fn abort_of_a_waiting_task_queues_its_cancellation() {
     // The stale waker wakes a complete task: nothing is queued.
     parked.lock().unwrap().take().unwrap().wake();
     assert_eq!(queue.run_all(), 0);
-    let flag = Arc::new(Flag::default());
-    assert!(matches!(poll_handle(&mut handle, &flag), Poll::Ready(Err(e)) if e.is_cancelled()));
+    assert!(outcome(&mut handle).is_err_and(|e| e.is_cancelled()));
 }
 
 #[test]
@@ -218,19 +226,11 @@ fn a_handle_dropped_after_completion_drops_the_output() {
 #[test]
 fn dropping_a_queued_entry_cancels_the_task() {
     let queue = Arc::new(Queue::default());
-    let drops = Arc::new(AtomicUsize::new(0));
-    let guard = DropCounter(drops.clone());
-    let (task, mut handle) = spawn(
-        async move {
-            let _guard = guard;
-        },
-        queue.clone(),
-    );
+    let (task, mut handle, drops) = guarded_task(&queue);
     queue.schedule(task);
     drop(queue.pop());
     assert_eq!(drops.load(Ordering::SeqCst), 1);
-    let flag = Arc::new(Flag::default());
-    assert!(matches!(poll_handle(&mut handle, &flag), Poll::Ready(Err(e)) if e.is_cancelled()));
+    assert!(outcome(&mut handle).is_err_and(|e| e.is_cancelled()));
 }
 
 #[test]
