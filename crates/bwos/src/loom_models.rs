@@ -604,3 +604,48 @@ fn task_abort_races_a_poll() {
         assert_eq!(task.frees.load(Ordering::Relaxed), 1);
     });
 }
+
+/// The `JoinHandle` replaces its waker (polled again from another task)
+/// while the task completes: the slot is never written while the task side
+/// reads it, and the completer wakes the new waker, or the handle sees the
+/// completion itself.
+#[test]
+fn task_join_waker_replaced_during_completion() {
+    builder(3).check(|| {
+        let task = ModelTask::new();
+        // First poll of the handle: waker 1 registered before the race.
+        // SAFETY: `JOIN_WAKER` is clear: the slot is the handle's.
+        task.join_waker.with_mut(|id| unsafe { *id = 1 });
+        assert!(task.state.set_join_waker().is_ok());
+        let woken = Arc::new(AtomicUsize::new(0));
+        let poller = {
+            let (task, woken) = (task.clone(), woken.clone());
+            thread::spawn(move || {
+                task.state.start_poll();
+                if let Some(id) = task.finish(7) {
+                    // Release: the handle's Acquire below sees the output.
+                    woken.store(id as usize, Ordering::Release);
+                }
+                task.release(task.state.ref_dec());
+            })
+        };
+        // Second poll, with waker 2: take the slot back, write, hand over.
+        let ready = task.state.unset_join_waker().is_err() || {
+            // SAFETY: `JOIN_WAKER` is clear again: the slot is the handle's.
+            task.join_waker.with_mut(|id| unsafe { *id = 2 });
+            task.state.set_join_waker().is_err()
+        };
+        if !ready {
+            while woken.load(Ordering::Acquire) == 0 {
+                thread::yield_now();
+            }
+            assert_eq!(woken.load(Ordering::Acquire), 2, "woke the replaced waker");
+        }
+        assert!(task.state.load().is_complete());
+        // SAFETY: complete, with join interest: the output is the handle's.
+        assert_eq!(task.output.with(|slot| unsafe { *slot }), Some(7));
+        poller.join().unwrap();
+        task.drop_handle();
+        assert_eq!(task.frees.load(Ordering::Relaxed), 1);
+    });
+}
