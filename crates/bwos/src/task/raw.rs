@@ -45,6 +45,72 @@ pub(crate) trait Schedule: Send + Sync + 'static {
     /// is shutting down, cancelled (by [`Notified::cancel`]). Dropping it
     /// unrun also cancels it, on the dropping thread.
     fn schedule(&self, task: Notified);
+
+    /// The task has completed (its outcome is stored, its future dropped):
+    /// an executor that lists its live tasks (`TaskList`) removes it here.
+    fn release(&self, task: TaskRef) {
+        let _ = task;
+    }
+}
+
+/// A task's address, for executors that keep a list of their tasks. Holds
+/// no reference: valid only while some owner keeps the task alive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TaskRef(NonNull<Header>);
+
+// SAFETY: an address; using it needs a reference owned elsewhere.
+unsafe impl Send for TaskRef {}
+
+impl TaskRef {
+    /// The state word and the list slot of the task.
+    ///
+    /// # Safety
+    /// Some owner keeps the task alive for `'a`.
+    pub(crate) unsafe fn header<'a>(self) -> &'a Header {
+        // SAFETY: guaranteed by the caller.
+        unsafe { self.0.as_ref() }
+    }
+
+    /// Adds a reference, for a list that keeps the task.
+    ///
+    /// # Safety
+    /// As for [`header`](Self::header).
+    pub(crate) unsafe fn ref_inc(self) {
+        // SAFETY: forwarded.
+        unsafe { self.header() }.state.ref_inc();
+    }
+
+    /// Drops one reference the caller owns, freeing the task if it was the
+    /// last.
+    ///
+    /// # Safety
+    /// The caller owns a reference, which this call consumes.
+    pub(crate) unsafe fn release(self) {
+        // SAFETY: the caller's reference keeps the header alive until this
+        // `ref_dec`.
+        let header = unsafe { self.header() };
+        if header.state.ref_dec() {
+            // SAFETY: the last reference.
+            unsafe { (header.vtable.dealloc)(self.0) }
+        }
+    }
+
+    /// Aborts the task (as `JoinHandle::abort`) and drops one reference
+    /// the caller owns, freeing the task if it was the last.
+    ///
+    /// # Safety
+    /// The caller owns a reference, which this call consumes.
+    pub(crate) unsafe fn abort_and_release(self) {
+        // SAFETY: the caller's reference keeps the header alive until the
+        // `ref_dec` below.
+        let header = unsafe { self.header() };
+        if header.state.abort() == Wake::Submit {
+            // SAFETY: `abort` added the new entry's reference.
+            unsafe { (header.vtable.schedule)(self.0) }
+        }
+        // SAFETY: the caller's reference.
+        unsafe { self.release() }
+    }
 }
 
 /// Why a task produced no output.
@@ -143,6 +209,8 @@ struct Vtable {
 pub(crate) struct Header {
     state: State,
     vtable: &'static Vtable,
+    /// Where the executor's `TaskList` keeps the task (its own business).
+    pub(crate) list_slot: std::sync::atomic::AtomicUsize,
 }
 
 /// Where a task's future stands.
@@ -291,6 +359,7 @@ where
                 waker.wake_by_ref();
             }
         }
+        cell.scheduler.release(TaskRef(header));
         if cell.header.state.ref_dec() {
             // SAFETY: the last reference.
             unsafe { Self::dealloc(header) }
@@ -508,6 +577,12 @@ impl Notified {
     pub(crate) fn addr(&self) -> usize {
         self.0.as_ptr() as usize
     }
+
+    /// The task, for the executor's list of live tasks (the entry keeps it
+    /// alive while borrowed).
+    pub(crate) fn task(&self) -> TaskRef {
+        TaskRef(self.0)
+    }
 }
 
 impl Drop for Notified {
@@ -614,6 +689,7 @@ where
         header: Header {
             state: State::new(),
             vtable: &Cell::<F, S>::VTABLE,
+            list_slot: std::sync::atomic::AtomicUsize::new(usize::MAX),
         },
         scheduler,
         stage: UnsafeCell::new(Stage::Running(future)),
