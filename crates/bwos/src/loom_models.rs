@@ -468,6 +468,46 @@ impl ModelTask {
         }
     }
 
+    /// Polls the task to completion (output 7) on another thread, which
+    /// publishes the id of the join waker it woke in `woken` (0: none).
+    fn complete_elsewhere(task: &Arc<Self>, woken: &Arc<AtomicUsize>) -> thread::JoinHandle<()> {
+        let (task, woken) = (task.clone(), woken.clone());
+        thread::spawn(move || {
+            task.state.start_poll();
+            if let Some(id) = task.finish(7) {
+                // Release: the handle's Acquire in `join_output` sees the
+                // output.
+                woken.store(id as usize, Ordering::Release);
+            }
+            task.release(task.state.ref_dec());
+        })
+    }
+
+    /// The handle's side after registering waker `waker` (`ready`: it saw
+    /// the completion itself): waits for exactly that waker's wake-up
+    /// unless ready, reads the output, and drops the handle.
+    fn join_output(
+        &self,
+        ready: bool,
+        waker: usize,
+        woken: &AtomicUsize,
+        completer: thread::JoinHandle<()>,
+    ) {
+        if !ready {
+            while woken.load(Ordering::Acquire) == 0 {
+                thread::yield_now();
+            }
+            assert_eq!(woken.load(Ordering::Acquire), waker, "woke another waker");
+        }
+        assert!(self.state.load().is_complete());
+        // SAFETY: complete, with join interest: the output is the handle's.
+        assert_eq!(self.output.with(|slot| unsafe { *slot }), Some(7));
+        completer.join().unwrap();
+        self.drop_handle();
+        assert_eq!(self.output_drops.load(Ordering::Relaxed), 1);
+        assert_eq!(self.frees.load(Ordering::Relaxed), 1);
+    }
+
     fn drop_handle(&self) {
         if self.state.drop_join_interest().is_err() {
             self.drop_output();
@@ -542,40 +582,14 @@ fn task_join_waker_is_woken_or_sees_completion() {
     builder(3).check(|| {
         let task = ModelTask::new();
         let woken = Arc::new(AtomicUsize::new(0));
-        let poller = {
-            let (task, woken) = (task.clone(), woken.clone());
-            thread::spawn(move || {
-                task.state.start_poll();
-                if let Some(id) = task.finish(7) {
-                    // Release: the handle's Acquire below sees the output.
-                    woken.store(id as usize, Ordering::Release);
-                }
-                task.release(task.state.ref_dec());
-            })
-        };
+        let completer = ModelTask::complete_elsewhere(&task, &woken);
         // The handle's poll: register waker 42 unless complete.
-        let ready = if task.state.load().is_complete() {
-            true
-        } else {
+        let ready = task.state.load().is_complete() || {
             // SAFETY: `JOIN_WAKER` is clear: the slot is the handle's.
             task.join_waker.with_mut(|id| unsafe { *id = 42 });
             task.state.set_join_waker().is_err()
         };
-        if !ready {
-            // Pending: wait for the wake-up.
-            while woken.load(Ordering::Acquire) == 0 {
-                thread::yield_now();
-            }
-            assert_eq!(woken.load(Ordering::Acquire), 42);
-        }
-        assert!(task.state.load().is_complete());
-        // SAFETY: complete, with join interest: the output is the handle's.
-        let output = task.output.with(|slot| unsafe { *slot });
-        assert_eq!(output, Some(7));
-        poller.join().unwrap();
-        task.drop_handle();
-        assert_eq!(task.output_drops.load(Ordering::Relaxed), 1);
-        assert_eq!(task.frees.load(Ordering::Relaxed), 1);
+        task.join_output(ready, 42, &woken, completer);
     });
 }
 
@@ -618,34 +632,13 @@ fn task_join_waker_replaced_during_completion() {
         task.join_waker.with_mut(|id| unsafe { *id = 1 });
         assert!(task.state.set_join_waker().is_ok());
         let woken = Arc::new(AtomicUsize::new(0));
-        let poller = {
-            let (task, woken) = (task.clone(), woken.clone());
-            thread::spawn(move || {
-                task.state.start_poll();
-                if let Some(id) = task.finish(7) {
-                    // Release: the handle's Acquire below sees the output.
-                    woken.store(id as usize, Ordering::Release);
-                }
-                task.release(task.state.ref_dec());
-            })
-        };
+        let completer = ModelTask::complete_elsewhere(&task, &woken);
         // Second poll, with waker 2: take the slot back, write, hand over.
         let ready = task.state.unset_join_waker().is_err() || {
             // SAFETY: `JOIN_WAKER` is clear again: the slot is the handle's.
             task.join_waker.with_mut(|id| unsafe { *id = 2 });
             task.state.set_join_waker().is_err()
         };
-        if !ready {
-            while woken.load(Ordering::Acquire) == 0 {
-                thread::yield_now();
-            }
-            assert_eq!(woken.load(Ordering::Acquire), 2, "woke the replaced waker");
-        }
-        assert!(task.state.load().is_complete());
-        // SAFETY: complete, with join interest: the output is the handle's.
-        assert_eq!(task.output.with(|slot| unsafe { *slot }), Some(7));
-        poller.join().unwrap();
-        task.drop_handle();
-        assert_eq!(task.frees.load(Ordering::Relaxed), 1);
+        task.join_output(ready, 2, &woken, completer);
     });
 }
