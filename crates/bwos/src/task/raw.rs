@@ -95,21 +95,31 @@ impl TaskRef {
         }
     }
 
+    /// Aborts the task: marks it cancelled and, if it is idle, queues it
+    /// so that a worker drops its future.
+    ///
+    /// # Safety
+    /// As for [`header`](Self::header).
+    pub(crate) unsafe fn abort(self) {
+        // SAFETY: forwarded from the caller.
+        let header = unsafe { self.header() };
+        if header.state.abort() == Wake::Submit {
+            // SAFETY: `abort` added the new entry's reference.
+            unsafe { (header.vtable.schedule)(self.0) }
+        }
+    }
+
     /// Aborts the task (as `JoinHandle::abort`) and drops one reference
     /// the caller owns, freeing the task if it was the last.
     ///
     /// # Safety
     /// The caller owns a reference, which this call consumes.
     pub(crate) unsafe fn abort_and_release(self) {
-        // SAFETY: the caller's reference keeps the header alive until the
-        // `ref_dec` below.
-        let header = unsafe { self.header() };
-        if header.state.abort() == Wake::Submit {
-            // SAFETY: `abort` added the new entry's reference.
-            unsafe { (header.vtable.schedule)(self.0) }
+        // SAFETY: the caller's reference keeps the task alive for both.
+        unsafe {
+            self.abort();
+            self.release();
         }
-        // SAFETY: the caller's reference.
-        unsafe { self.release() }
     }
 }
 
@@ -192,6 +202,8 @@ impl fmt::Display for JoinError {
 impl std::error::Error for JoinError {}
 
 /// The functions of a task that depend on its future and scheduler types.
+/// Calling an entry has the safety contract of the `Cell` function of the
+/// same name that it points to.
 struct Vtable {
     /// Runs a run-queue entry: poll, or cancel if aborted.
     run: unsafe fn(NonNull<Header>),
@@ -360,10 +372,8 @@ where
             }
         }
         cell.scheduler.release(TaskRef(header));
-        if cell.header.state.ref_dec() {
-            // SAFETY: the last reference.
-            unsafe { Self::dealloc(header) }
-        }
+        // SAFETY: the run-queue entry's reference, handed over by the caller.
+        unsafe { TaskRef(header).release() }
     }
 
     /// Hands a run-queue entry (and the reference it owns) to the
@@ -443,10 +453,8 @@ where
                 }));
             }
         }
-        if cell.header.state.ref_dec() {
-            // SAFETY: the last reference.
-            unsafe { Self::dealloc(header) }
-        }
+        // SAFETY: the handle's reference, handed over by the caller.
+        unsafe { TaskRef(header).release() }
     }
 
     /// # Safety
@@ -537,11 +545,9 @@ unsafe fn waker_wake_by_ref(data: *const ()) {
 unsafe fn waker_drop(data: *const ()) {
     // SAFETY: called by `Waker::drop` on one of our wakers, which owns a
     // reference.
-    let (ptr, header) = unsafe { header_of(data) };
-    if header.state.ref_dec() {
-        // SAFETY: the last reference.
-        unsafe { (header.vtable.dealloc)(ptr) }
-    }
+    let (ptr, _) = unsafe { header_of(data) };
+    // SAFETY: the waker's reference.
+    unsafe { TaskRef(ptr).release() }
 }
 
 /// A run-queue entry: the right (and the duty) to run the task once. It
@@ -634,10 +640,8 @@ impl<T> JoinHandle<T> {
     /// that is being polled finishes that poll first (and its output wins
     /// if that poll completes it).
     pub fn abort(&self) {
-        if self.header().state.abort() == Wake::Submit {
-            // SAFETY: `abort` added the new entry's reference.
-            unsafe { (self.header().vtable.schedule)(self.header) }
-        }
+        // SAFETY: the handle's reference keeps the task alive.
+        unsafe { TaskRef(self.header).abort() }
     }
 
     /// Whether the task has finished (completed, panicked or been
