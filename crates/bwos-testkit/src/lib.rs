@@ -14,6 +14,7 @@
 //! ```
 
 use std::any::Any;
+use std::io::Write;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread;
 use std::time::Duration;
@@ -57,7 +58,11 @@ pub fn watchdog<R>(test: &str, body: impl FnOnce() -> R) -> R {
             // The body returned or unwound: its guard dropped the sender.
             Ok(()) | Err(RecvTimeoutError::Disconnected) => {}
             Err(RecvTimeoutError::Timeout) => {
-                eprintln!(
+                // Straight to the stderr handle: the test harness captures
+                // `eprintln!` (in threads the test spawned, too) and would
+                // lose the message when the process exits.
+                let _ = writeln!(
+                    std::io::stderr(),
                     "watchdog: test `{name}` did not finish within {} s \
                      (a deadlock or a lost wake-up?); ending the test process \
                      ({TIMEOUT_ENV} sets the limit)",

@@ -24,6 +24,15 @@ pub(crate) struct JobRef {
 unsafe impl Send for JobRef {}
 
 impl JobRef {
+    /// A job that runs `execute(data)`.
+    ///
+    /// # Safety
+    /// `execute(data)` must be sound to call once, on any thread, for as
+    /// long as the `JobRef` (or a copy) may still be executed.
+    pub(crate) unsafe fn new(data: *const (), execute: unsafe fn(*const ())) -> JobRef {
+        JobRef { data, execute }
+    }
+
     /// Whether both refer to the same job (the same address: a job is
     /// alive until it ran, so two live jobs never share one).
     #[inline]

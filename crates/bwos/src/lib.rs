@@ -96,12 +96,9 @@ mod sleep;
 mod stats;
 #[cfg(not(loom))]
 mod steal;
+pub mod task;
 #[cfg(not(loom))]
 mod worker;
-// The async executor's task machinery: only the model-checked state word
-// so far, which nothing outside its tests and models uses yet.
-#[cfg_attr(not(loom), allow(dead_code))]
-mod task;
 
 #[cfg(not(loom))]
 pub use idle::{DEFAULT_SLEEP_THRESHOLD, IdlePolicy};
@@ -117,6 +114,8 @@ pub use scope::{Scope, scope};
 pub use stats::PoolStats;
 #[cfg(not(loom))]
 pub use steal::{StealBatch, StealPolicy};
+#[cfg(not(loom))]
+pub use task::block_on::block_on;
 
 /// The geometry of a worker's BWoS queue, for
 /// [`ThreadPoolBuilder::queue_config`]: `QueueConfig::new(num_blocks,
@@ -160,12 +159,19 @@ pub fn current_thread_index() -> Option<usize> {
 
 #[cfg(not(loom))]
 fn current_registry() -> std::sync::Arc<pool::registry::Registry> {
+    with_current_registry(std::sync::Arc::clone)
+}
+
+/// Calls `f` with the current pool's registry: the calling worker's, or
+/// the global pool's outside pools.
+#[cfg(not(loom))]
+fn with_current_registry<R>(f: impl FnOnce(&std::sync::Arc<pool::registry::Registry>) -> R) -> R {
     let worker = worker::WorkerThread::current();
     if worker.is_null() {
-        std::sync::Arc::clone(pool::global::registry())
+        f(pool::global::registry())
     } else {
         // SAFETY: a non-null current worker lives on this thread's stack.
-        std::sync::Arc::clone(unsafe { (*worker).registry() })
+        f(unsafe { (*worker).registry() })
     }
 }
 

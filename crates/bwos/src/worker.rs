@@ -43,7 +43,7 @@ use std::cell::Cell;
 use std::ptr;
 use std::sync::Arc;
 
-use bwos_queue::{Config, lifo};
+use bwos_queue::{Config, Steal, fifo, lifo};
 
 use crate::idle::sleep::IdleHint;
 use crate::idle::{Idle, IdleConfig, IdlePolicy};
@@ -53,7 +53,9 @@ use crate::pool::builder::Started;
 use crate::pool::registry::Registry;
 use crate::stats::WorkerCounters;
 use crate::steal::topology::{Topology, current_cpu, pin_current_thread};
-use crate::steal::{StealConfig, StealPolicy, Victims};
+use crate::steal::{StealBatch, StealConfig, StealPolicy, VictimQueues, Victims};
+use crate::task::executor::INJECTOR_INTERVAL;
+use crate::task::raw::Notified;
 
 /// Blocks per worker queue (a power of two: block moves then need no
 /// division).
@@ -96,6 +98,10 @@ pub(crate) struct WorkerSettings {
 /// The state of one worker thread; lives on that thread's stack.
 pub(crate) struct WorkerThread {
     queue: lifo::Worker<JobRef>,
+    /// Runnable async tasks, oldest first (`task/executor.rs`).
+    tasks: fifo::Worker<Notified>,
+    /// Tasks taken so far, for the injector interval.
+    task_ticks: Cell<u32>,
     index: usize,
     registry: Arc<Registry>,
     victims: Victims,
@@ -256,24 +262,59 @@ impl WorkerThread {
         self.queue.pop()
     }
 
-    /// Local work, else stolen work, else injected work.
+    /// Queues a woken task at the back of this worker's task queue (the
+    /// injector's when it is full) and, if some worker is hungry, makes
+    /// sure one is awake to steal it.
+    pub(crate) fn push_task(&self, task: Notified) {
+        if let Err(task) = self.tasks.push(task) {
+            self.registry.inject_task(task);
+            return;
+        }
+        // The real hint even without lazy queueing: tasks are visible to
+        // thieves as soon as they are pushed, so the owner has nothing to
+        // share, only sleepers to wake.
+        if self.eager_join.unwrap_or(self.idle_hint).anyone_idle() {
+            self.registry.notify_new_work();
+        }
+    }
+
+    /// The next local task: the oldest queued one, or every
+    /// [`INJECTOR_INTERVAL`]th time an injected one if there is any (see
+    /// "Fairness" in `task/executor.rs`).
+    fn take_local_task(&self) -> Option<Notified> {
+        let ticks = self.task_ticks.get().wrapping_add(1);
+        self.task_ticks.set(ticks);
+        if ticks % INJECTOR_INTERVAL == 0
+            && self.registry.tasks.has_injected()
+            && let Some(task) = self.registry.tasks.take_injected()
+        {
+            return Some(task);
+        }
+        self.tasks.pop()
+    }
+
+    /// Local work (jobs first: they are the fork/join path the current
+    /// frames wait for), else stolen work, else injected work.
     fn find_work(&self, idle: &mut Idle) -> Option<JobRef> {
         if let Some(job) = self.take_local() {
             return Some(job);
         }
+        if let Some(task) = self.take_local_task() {
+            return Some(task.into_job_ref());
+        }
         idle.start_round(self);
-        let stolen = self.victims.steal(
-            self.index,
-            self.registry.stealers(),
-            &self.queue,
-            &*self.registry,
-            |victim| idle.failed_attempt(self, victim),
-        );
+        let stolen = self
+            .victims
+            .steal(self.index, &PoolQueues(self), &*self.registry, |victim| {
+                idle.failed_attempt(self, victim)
+            });
         if let Some(job) = stolen {
             idle.stole(self);
             return Some(job);
         }
-        self.registry.take_injected()
+        self.registry
+            .take_injected()
+            .or_else(|| Some(self.registry.tasks.take_injected()?.into_job_ref()))
     }
 
     /// Runs work until `latch` is set. The worker does not block while it
@@ -294,7 +335,12 @@ impl WorkerThread {
 
     #[cold]
     fn wait_until_cold(&self, latch: &CoreLatch) {
-        let mut idle = Idle::new();
+        self.run_until(latch, Idle::new());
+    }
+
+    /// The scheduler loop: runs work until `latch` is set, idling in
+    /// `idle` between jobs.
+    fn run_until(&self, latch: &CoreLatch, mut idle: Idle) {
         while !latch.probe() {
             match self.find_work(&mut idle) {
                 Some(job) => {
@@ -317,6 +363,7 @@ impl WorkerThread {
         registry: Arc<Registry>,
         index: usize,
         queue: lifo::Worker<JobRef>,
+        tasks: fifo::Worker<Notified>,
         settings: WorkerSettings,
         started: Arc<Started>,
     ) {
@@ -336,6 +383,8 @@ impl WorkerThread {
             idle_hint,
             eager_join,
             queue,
+            tasks,
+            task_ticks: Cell::new(0),
             index,
             registry,
             victims: Victims::new(index, settings.steal.clone(), settings.topology.clone()),
@@ -353,12 +402,65 @@ impl WorkerThread {
         worker.registry.register_thread(index);
         started.worker_started();
         drop(started);
-        worker.wait_until(worker.registry.terminate_latch(index));
+        worker.run_until(
+            worker.registry.terminate_latch(index),
+            Idle::at_start(&worker),
+        );
         debug_assert!(
             worker.queue.is_empty(),
             "a terminated worker left jobs behind"
         );
+        // Tasks do not keep the pool alive: cancel the queued ones. A
+        // cancelled future's destructor may wake other tasks; they come
+        // back to this queue, so drain until it stays empty.
+        while let Some(task) = worker.tasks.pop() {
+            task.cancel();
+        }
         CURRENT.with(|current| current.set(ptr::null()));
+        worker.registry.worker_stopped();
         guard.disarm();
+    }
+}
+
+/// The queues a steal round takes from: each victim's jobs first (the
+/// oldest is the biggest piece of a fork/join tree), then a block of its
+/// tasks, which goes to the thief's own task queue.
+struct PoolQueues<'a>(&'a WorkerThread);
+
+impl VictimQueues for PoolQueues<'_> {
+    type Item = JobRef;
+
+    fn count(&self) -> usize {
+        self.0.registry.num_threads()
+    }
+
+    fn estimated_len(&self, victim: usize) -> usize {
+        let registry = &self.0.registry;
+        registry.stealers()[victim].estimated_len()
+            + registry.tasks.stealers()[victim].estimated_len()
+    }
+
+    fn probe(&self, victim: usize, sample: usize) -> bool {
+        let registry = &self.0.registry;
+        registry.stealers()[victim].probe(sample) || registry.tasks.stealers()[victim].probe(sample)
+    }
+
+    fn steal(&self, victim: usize, batch: StealBatch) -> Steal<JobRef> {
+        let (registry, thief) = (&self.0.registry, self.0);
+        let jobs = &registry.stealers()[victim];
+        let job = match batch {
+            StealBatch::One => jobs.steal(),
+            StealBatch::Block => jobs.steal_batch_and_pop(&thief.queue),
+        };
+        let jobs_contended = match job {
+            Steal::Success(job) => return Steal::Success(job),
+            Steal::Retry => true,
+            Steal::Empty => false,
+        };
+        match registry.tasks.stealers()[victim].steal_batch_and_pop(&thief.tasks) {
+            Steal::Success(task) => Steal::Success(task.into_job_ref()),
+            Steal::Empty if !jobs_contended => Steal::Empty,
+            _ => Steal::Retry,
+        }
     }
 }

@@ -164,6 +164,20 @@ impl Idle {
         }
     }
 
+    /// The idle state of a worker that has just started: it counts as
+    /// searching from its creation (`Registry::new` counts every worker as
+    /// a searcher), so that work pushed before its first look for work is
+    /// offered to it. Otherwise a job pushed then stays private, and if the
+    /// job that runs instead blocks until that one runs (a barrier across
+    /// spawns), the pool deadlocks.
+    pub(crate) fn at_start(worker: &WorkerThread) -> Self {
+        worker.registry().balance.set_busy(worker.index(), false);
+        Idle {
+            searching: true,
+            ..Idle::new()
+        }
+    }
+
     /// The worker starts a round: it counts as searching from now on.
     pub(crate) fn start_round(&mut self, worker: &WorkerThread) {
         if !self.searching {

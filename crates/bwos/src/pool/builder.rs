@@ -6,13 +6,14 @@ use std::io;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 
-use bwos_queue::{Config, lifo};
+use bwos_queue::{Config, fifo, lifo};
 
 use super::ThreadPool;
 use super::registry::{PanicHandler, Registry};
 use crate::idle::{DEFAULT_SLEEP_THRESHOLD, IdleConfig, IdlePolicy};
 use crate::steal::topology::Topology;
 use crate::steal::{StealBatch, StealConfig, StealPolicy};
+use crate::task::executor::task_queue_config;
 use crate::worker::{WorkerSettings, WorkerThread, default_queue_config};
 
 /// The environment variable that sets the default number of threads.
@@ -305,10 +306,13 @@ impl ThreadPoolBuilder {
             },
             pin_threads: self.pin_threads,
         };
-        let registry = Arc::new(Registry::new(stealers, self.panic_handler));
+        let (task_queues, task_stealers): (Vec<_>, Vec<_>) = (0..num_threads)
+            .map(|_| fifo::new(task_queue_config()))
+            .unzip();
+        let registry = Arc::new(Registry::new(stealers, task_stealers, self.panic_handler));
         let started = Arc::new(Started::default());
         let mut handles = Vec::with_capacity(num_threads);
-        for (index, queue) in queues.into_iter().enumerate() {
+        for (index, (queue, tasks)) in queues.into_iter().zip(task_queues).enumerate() {
             let mut thread = thread::Builder::new().name(match &mut name {
                 Some(name) => name(index),
                 None => format!("bwos-worker-{index}"),
@@ -324,6 +328,7 @@ impl ThreadPoolBuilder {
                     worker_registry,
                     index,
                     queue,
+                    tasks,
                     worker_settings,
                     worker_started,
                 )

@@ -12,6 +12,7 @@ use registry::Registry;
 
 use crate::scope::Scope;
 use crate::stats::PoolStats;
+use crate::task::JoinHandle;
 
 /// A pool of worker threads, each with a BWoS queue.
 ///
@@ -74,6 +75,48 @@ impl ThreadPool {
         F: FnOnce() + Send + 'static,
     {
         self.registry.spawn(func);
+    }
+
+    /// Spawns `future` as a task of this pool (see
+    /// [`task::spawn`](crate::task::spawn)). Tasks do not keep the pool
+    /// alive: dropping the pool cancels those still pending.
+    ///
+    /// ```
+    /// let pool = bwos::ThreadPoolBuilder::new().num_threads(2).build()?;
+    /// let handle = pool.spawn_task(async { 6 * 7 });
+    /// assert_eq!(pool.block_on(handle).unwrap(), 42);
+    /// # Ok::<(), bwos::ThreadPoolBuildError>(())
+    /// ```
+    pub fn spawn_task<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        crate::task::executor::spawn_in(&self.registry, future)
+    }
+
+    /// Runs `future` as a task of this pool and returns its output (see
+    /// [`block_on`](crate::block_on)): a thread outside the pool blocks, a
+    /// worker keeps running its pool's work meanwhile. A panic in the
+    /// future resumes here.
+    ///
+    /// ```
+    /// let pool = bwos::ThreadPoolBuilder::new().num_threads(2).build()?;
+    /// let data = vec![1u64, 2, 3, 4];
+    /// let sum = pool.block_on(async {
+    ///     // An async task can fork/join on the same pool.
+    ///     let (a, b) = bwos::join(|| data[..2].iter().sum::<u64>(), || data[2..].iter().sum::<u64>());
+    ///     a + b
+    /// });
+    /// assert_eq!(sum, 10);
+    /// # Ok::<(), bwos::ThreadPoolBuildError>(())
+    /// ```
+    pub fn block_on<F>(&self, future: F) -> F::Output
+    where
+        F: Future + Send,
+        F::Output: Send,
+    {
+        crate::task::block_on::block_on_in(&self.registry, future)
     }
 
     /// The number of worker threads.

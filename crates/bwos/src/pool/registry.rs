@@ -7,7 +7,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::{JoinHandle, Thread};
 
-use bwos_queue::lifo;
+use bwos_queue::{fifo, lifo};
 use crossbeam_deque::{Injector, Steal};
 use crossbeam_utils::CachePadded;
 
@@ -18,6 +18,8 @@ use crate::latch::{CoreLatch, ThreadLatch};
 use crate::stats::{PoolStats, WorkerCounters};
 use crate::steal::WhereWorkersRun;
 use crate::sync::{AtomicUsize, Ordering};
+use crate::task::executor::PoolTasks;
+use crate::task::raw::Notified;
 use crate::worker::WorkerThread;
 
 /// The handler of panics in `spawn`ed jobs.
@@ -37,6 +39,10 @@ pub(crate) struct Registry {
     terminate_latches: Box<[CoreLatch]>,
     panic_handler: Option<Box<PanicHandler>>,
     handles: Mutex<Vec<JoinHandle<()>>>,
+    /// The async side: task queues' stealers, task injector, live tasks.
+    pub(crate) tasks: PoolTasks,
+    /// Workers that have not stopped yet; the last to stop closes `tasks`.
+    running_workers: AtomicUsize,
 }
 
 impl Registry {
@@ -44,20 +50,30 @@ impl Registry {
     /// for the `ThreadPool` being built.
     pub(crate) fn new(
         stealers: Vec<lifo::Stealer<JobRef>>,
+        task_stealers: Vec<fifo::Stealer<Notified>>,
         panic_handler: Option<Box<PanicHandler>>,
     ) -> Self {
         let n = stealers.len();
+        debug_assert_eq!(task_stealers.len(), n);
+        // Every worker counts as searching until it first finds work (see
+        // `Idle::at_start`).
+        let sleep = Sleep::new(n);
+        for _ in 0..n {
+            sleep.start_searching();
+        }
         Registry {
             stealers: stealers.into(),
             threads: (0..n).map(|_| OnceLock::new()).collect(),
             injector: Injector::new(),
-            sleep: Sleep::new(n),
+            sleep,
             balance: Balance::new(n),
             counters: (0..n).map(|_| CachePadded::default()).collect(),
             terminate_count: AtomicUsize::new(1),
             terminate_latches: (0..n).map(|_| CoreLatch::new()).collect(),
             panic_handler,
             handles: Mutex::new(Vec::new()),
+            tasks: PoolTasks::new(task_stealers),
+            running_workers: AtomicUsize::new(n),
         }
     }
 
@@ -134,10 +150,43 @@ impl Registry {
         }
     }
 
-    /// Whether a sleeping worker would find work: injected jobs or
-    /// stealable ones. Called once per fall-asleep, after the fence.
+    /// Whether a sleeping worker would find work: injected or stealable
+    /// jobs or tasks. Called once per fall-asleep, after the fence.
     pub(crate) fn has_visible_work(&self) -> bool {
-        !self.injector.is_empty() || self.stealers.iter().any(|s| s.estimated_len() > 0)
+        !self.injector.is_empty()
+            || self.stealers.iter().any(|s| s.estimated_len() > 0)
+            || self.tasks.has_visible_work()
+    }
+
+    /// Queues a woken task: on the calling worker's task queue if it
+    /// belongs to this pool, else in the task injector (waking a sleeper
+    /// if nobody searches). After the pool closed, cancels it.
+    pub(crate) fn schedule_task(&self, task: Notified) {
+        let worker = WorkerThread::current();
+        // SAFETY: as in `is_current`.
+        if !worker.is_null() && ptr_eq(unsafe { (*worker).registry_ptr() }, self) {
+            // SAFETY: as above.
+            unsafe { (*worker).push_task(task) };
+        } else {
+            self.inject_task(task);
+        }
+    }
+
+    /// Queues a task from outside the pool (or from a full task queue).
+    pub(crate) fn inject_task(&self, task: Notified) {
+        if self.tasks.inject(task) {
+            self.notify_new_work();
+        }
+    }
+
+    /// Worker `index` has stopped and cancelled its queued tasks; the last
+    /// one closes the pool's task side, cancelling every task left.
+    pub(crate) fn worker_stopped(&self) {
+        // AcqRel: the last worker sees what the others did before they
+        // stopped (their queues are empty).
+        if self.running_workers.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.tasks.close();
+        }
     }
 
     /// Whether the calling thread is a worker of this registry.

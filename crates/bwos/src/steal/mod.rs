@@ -9,7 +9,7 @@
 //! counts its failed attempts. The paper's probabilistic acceptance
 //! (section 3.4, `P_accept`) composes with any selector: a proposed victim
 //! is accepted with the probability that one randomly sampled block of its
-//! queue holds stealable jobs ([`lifo::Stealer::probe`], one cache line),
+//! queue holds stealable jobs ([`bwos_queue::lifo::Stealer::probe`], one cache line),
 //! otherwise the selector proposes another, up to once per worker; fuller
 //! queues are thus preferred without scanning their sizes.
 
@@ -18,10 +18,27 @@ pub(crate) mod topology;
 use std::cell::Cell;
 use std::sync::Arc;
 
-use bwos_queue::{Steal, lifo};
+use bwos_queue::Steal;
 
-use crate::job::JobRef;
 use topology::{TIERS, Topology};
+
+/// What a steal round takes from: one queue (or set of queues) per
+/// worker. The pool's workers each have a LIFO queue of jobs and a FIFO
+/// queue of tasks; one implementation serves both (`worker.rs`), so both
+/// kinds of work go through one round.
+pub(crate) trait VictimQueues {
+    /// What a steal hands over.
+    type Item;
+    /// How many workers there are.
+    fn count(&self) -> usize;
+    /// Worker `victim`'s stealable items (a racy estimate).
+    fn estimated_len(&self, victim: usize) -> usize;
+    /// Whether one sampled block of worker `victim`'s queues holds
+    /// stealable items (`P_accept`, one cache line).
+    fn probe(&self, victim: usize, sample: usize) -> bool;
+    /// Steals from worker `victim`, one item or a batch, as configured.
+    fn steal(&self, victim: usize, batch: StealBatch) -> Steal<Self::Item>;
+}
 
 /// How a hungry worker picks the first victim of a steal round. Whatever
 /// it picks, the round then tries every other worker once before it
@@ -54,7 +71,7 @@ pub enum StealPolicy {
     /// The victim of the last successful steal first, else a random one.
     LastVictim,
     /// Two random victims; the one with more stealable jobs
-    /// ([`lifo::Stealer::estimated_len`]).
+    /// ([`bwos_queue::lifo::Stealer::estimated_len`]).
     BestOfTwo,
     /// `candidates` random victims; the one with the most stealable jobs.
     /// `candidates` must be at least 1; more than the number of other
@@ -87,7 +104,7 @@ pub enum StealBatch {
     /// The stealable jobs of the victim's oldest granted block (as many as
     /// fit in the thief's current block): the thief runs the oldest and
     /// keeps the rest in its own queue
-    /// ([`lifo::Stealer::steal_batch_and_pop`]).
+    /// ([`bwos_queue::lifo::Stealer::steal_batch_and_pop`]).
     Block,
 }
 
@@ -143,9 +160,9 @@ impl Victims {
     }
 
     /// The selector's proposal for the first victim of a round.
-    fn propose(&self, me: usize, stealers: &[lifo::Stealer<JobRef>]) -> usize {
-        let n = stealers.len();
-        let len = |victim: usize| stealers[victim].estimated_len();
+    fn propose(&self, me: usize, queues: &impl VictimQueues) -> usize {
+        let n = queues.count();
+        let len = |victim: usize| queues.estimated_len(victim);
         match self.config.policy {
             StealPolicy::Random | StealPolicy::Topology => self.random_other(me, n),
             StealPolicy::Sequential => (me + 1) % n,
@@ -174,56 +191,50 @@ impl Victims {
 
     /// The first victim of a round: the selector's proposal, filtered by
     /// `P_accept` if the pool asks for it.
-    fn first_victim(&self, me: usize, stealers: &[lifo::Stealer<JobRef>]) -> usize {
-        let mut victim = self.propose(me, stealers);
+    fn first_victim(&self, me: usize, queues: &impl VictimQueues) -> usize {
+        let mut victim = self.propose(me, queues);
         if self.config.probabilistic {
-            for _ in 1..stealers.len() {
-                if stealers[victim].probe(self.next() as usize) {
+            for _ in 1..queues.count() {
+                if queues.probe(victim, self.next() as usize) {
                     break;
                 }
-                victim = self.propose(me, stealers);
+                victim = self.propose(me, queues);
             }
         }
         victim
     }
 
-    /// Steals from some worker other than `me`: a job (after a block steal
-    /// the others are in `own`), or `None` when every other queue had
-    /// nothing stealable. `on_empty(victim)` is called for every victim
-    /// found empty; `where_workers_run` serves [`StealPolicy::Topology`].
-    pub(crate) fn steal(
+    /// Steals from some worker other than `me`: an item (after a batch
+    /// steal the others are in the thief's own queue), or `None` when every
+    /// other queue had nothing stealable. `on_empty(victim)` is called for
+    /// every victim found empty; `where_workers_run` serves
+    /// [`StealPolicy::Topology`].
+    pub(crate) fn steal<Q: VictimQueues>(
         &self,
         me: usize,
-        stealers: &[lifo::Stealer<JobRef>],
-        own: &lifo::Worker<JobRef>,
+        queues: &Q,
         where_workers_run: &impl WhereWorkersRun,
         mut on_empty: impl FnMut(usize),
-    ) -> Option<JobRef> {
-        let n = stealers.len();
+    ) -> Option<Q::Item> {
+        let n = queues.count();
         if n <= 1 {
             return None;
         }
         loop {
-            let first = self.first_victim(me, stealers);
+            let first = self.first_victim(me, queues);
             let mut contended = false;
-            let mut attempt = |victim: usize| {
-                let stolen = match self.config.batch {
-                    StealBatch::One => stealers[victim].steal(),
-                    StealBatch::Block => stealers[victim].steal_batch_and_pop(own),
-                };
-                match stolen {
-                    Steal::Success(job) => {
-                        self.last_victim.set(Some(victim));
-                        Some(job)
-                    }
-                    Steal::Retry => {
-                        contended = true;
-                        None
-                    }
-                    Steal::Empty => {
-                        on_empty(victim);
-                        None
-                    }
+            let mut attempt = |victim: usize| match queues.steal(victim, self.config.batch) {
+                Steal::Success(job) => {
+                    self.last_victim.set(Some(victim));
+                    Some(job)
+                }
+                Steal::Retry => {
+                    contended = true;
+                    None
+                }
+                Steal::Empty => {
+                    on_empty(victim);
+                    None
                 }
             };
             let found = match &self.topology {

@@ -9,19 +9,28 @@
 //! queued) until [`TaskList::remove`] (when the task completes, through
 //! `Schedule::release`) or [`TaskList::close_and_cancel_all`].
 //!
-//! One mutex guards a slot vector with a free list; the task's slot index
-//! is in its header. The lock is held for a push or a pop, never while a
-//! task runs, is aborted or is freed (those can re-enter the list).
+//! The list is sharded: a task goes to the shard its address picks, and
+//! each shard is a mutex over a slot vector with a free list (the slot's
+//! index and shard are in the task's header). Spawning and completing
+//! thus take an uncontended lock in the common case, whichever worker
+//! does it. A lock is held for a push or a pop, never while a task runs,
+//! is aborted or is freed (those can re-enter the list).
 
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 
+use crossbeam_utils::CachePadded;
+
 use super::raw::{Notified, TaskRef};
 
+/// Shard bits in a task's `list_slot`: the slot index is above them.
+const SHARD_BITS: u32 = 8;
+/// The most shards a list has.
+const MAX_SHARDS: usize = 1 << SHARD_BITS;
+
 /// The live tasks of one executor.
-#[derive(Default)]
 pub(crate) struct TaskList {
-    slots: Mutex<Slots>,
+    shards: Box<[CachePadded<Mutex<Slots>>]>,
 }
 
 #[derive(Default)]
@@ -32,13 +41,35 @@ struct Slots {
     live: usize,
 }
 
+impl Default for TaskList {
+    fn default() -> Self {
+        TaskList::with_shards(1)
+    }
+}
+
 impl TaskList {
+    /// A list with `shards` locks (rounded up to a power of two, at most
+    /// 256): a few per worker keep spawns on different workers apart.
+    pub(crate) fn with_shards(shards: usize) -> Self {
+        let shards = shards.clamp(1, MAX_SHARDS).next_power_of_two();
+        TaskList {
+            shards: (0..shards).map(|_| CachePadded::default()).collect(),
+        }
+    }
+
+    /// The shard of `task`: tasks are boxes of at least 64 bytes, so the
+    /// address bits above the sixth spread them.
+    fn shard_of(&self, task: TaskRef) -> usize {
+        (task.addr() >> 6) & (self.shards.len() - 1)
+    }
+
     /// Lists the task of `entry` (its first run-queue entry, before it is
     /// queued) and takes a reference to it. `false` if the list is closed:
     /// the executor is shutting down and the caller cancels the entry.
     pub(crate) fn insert(&self, entry: &Notified) -> bool {
         let task = entry.task();
-        let mut slots = self.lock();
+        let shard = self.shard_of(task);
+        let mut slots = self.lock(shard);
         if slots.closed {
             return false;
         }
@@ -59,7 +90,9 @@ impl TaskList {
             task.ref_inc();
             // Relaxed: written before the task is queued (the queue's
             // hand-off orders it before any `remove`), read under the lock.
-            task.header().list_slot.store(index, Ordering::Relaxed);
+            task.header()
+                .list_slot
+                .store(index << SHARD_BITS | shard, Ordering::Relaxed);
         }
         true
     }
@@ -70,13 +103,18 @@ impl TaskList {
     /// Called by the completer, which still owns the run-queue entry's
     /// reference, so the list's is never the last one here.
     pub(crate) fn remove(&self, task: TaskRef) {
+        // SAFETY: the completer's reference keeps the task alive.
+        let slot = unsafe { task.header() }.list_slot.load(Ordering::Relaxed);
+        if slot == usize::MAX {
+            // Never listed (spawned after the list closed).
+            return;
+        }
+        let (index, shard) = (slot >> SHARD_BITS, slot & (MAX_SHARDS - 1));
         let removed = {
-            let mut slots = self.lock();
-            // SAFETY: the completer's reference keeps the task alive.
-            let index = unsafe { task.header() }.list_slot.load(Ordering::Relaxed);
+            let mut slots = self.lock(shard);
             match slots.tasks.get_mut(index) {
-                Some(slot) if *slot == Some(task) => {
-                    *slot = None;
+                Some(entry) if *entry == Some(task) => {
+                    *entry = None;
                     slots.free.push(index);
                     slots.live -= 1;
                     true
@@ -96,28 +134,33 @@ impl TaskList {
     /// running ones when their poll ends, idle ones through their
     /// scheduler, which is expected to cancel entries it gets from now on.
     pub(crate) fn close_and_cancel_all(&self) {
-        let tasks: Vec<TaskRef> = {
-            let mut slots = self.lock();
-            slots.closed = true;
-            slots.free.clear();
-            slots.live = 0;
-            slots.tasks.drain(..).flatten().collect()
-        };
-        for task in tasks {
-            // SAFETY: the list's reference, taken out of the list above.
-            unsafe { task.abort_and_release() };
+        for shard in 0..self.shards.len() {
+            let tasks: Vec<TaskRef> = {
+                let mut slots = self.lock(shard);
+                slots.closed = true;
+                slots.free.clear();
+                slots.live = 0;
+                slots.tasks.drain(..).flatten().collect()
+            };
+            for task in tasks {
+                // SAFETY: the list's reference, taken out of the list above.
+                unsafe { task.abort_and_release() };
+            }
         }
     }
 
     /// How many tasks are listed.
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.lock().live
+        (0..self.shards.len())
+            .map(|shard| self.lock(shard).live)
+            .sum()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Slots> {
-        // A panic never happens while the lock is held (only pushes and
+    fn lock(&self, shard: usize) -> std::sync::MutexGuard<'_, Slots> {
+        // A panic never happens while a lock is held (only pushes and
         // pops), so a poisoned lock still holds consistent slots.
-        self.slots
+        self.shards[shard]
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }

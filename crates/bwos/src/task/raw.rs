@@ -38,6 +38,7 @@ use std::ptr::NonNull;
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
 use super::state::{EndPoll, StartPoll, State, Wake};
+use crate::job::JobRef;
 
 /// How a task is queued when it is woken: the executor's side of a task.
 pub(crate) trait Schedule: Send + Sync + 'static {
@@ -62,6 +63,11 @@ pub(crate) struct TaskRef(NonNull<Header>);
 unsafe impl Send for TaskRef {}
 
 impl TaskRef {
+    /// The task's address.
+    pub(crate) fn addr(self) -> usize {
+        self.0.as_ptr() as usize
+    }
+
     /// The state word and the list slot of the task.
     ///
     /// # Safety
@@ -579,6 +585,15 @@ impl Notified {
         self.run();
     }
 
+    /// The entry as a job for the worker loop: executing the job runs the
+    /// entry (and never executing it leaks the task, so the job must run).
+    pub(crate) fn into_job_ref(self) -> JobRef {
+        let header = ManuallyDrop::new(self).0;
+        // SAFETY: `run_entry` rebuilds this entry, which the job owns; a
+        // `JobRef` is executed exactly once.
+        unsafe { JobRef::new(header.as_ptr().cast_const().cast(), run_entry) }
+    }
+
     /// The task's address, to tell entries apart.
     pub(crate) fn addr(&self) -> usize {
         self.0.as_ptr() as usize
@@ -589,6 +604,17 @@ impl Notified {
     pub(crate) fn task(&self) -> TaskRef {
         TaskRef(self.0)
     }
+}
+
+/// Runs an entry turned into a job by [`Notified::into_job_ref`].
+///
+/// # Safety
+/// `data` comes from `into_job_ref`, whose entry was not run yet.
+unsafe fn run_entry(data: *const ()) {
+    // SAFETY: a non-null header pointer whose entry (and reference) the
+    // job owned; it is rebuilt once, here.
+    let entry = Notified(unsafe { NonNull::new_unchecked(data.cast_mut().cast::<Header>()) });
+    entry.run();
 }
 
 impl Drop for Notified {
