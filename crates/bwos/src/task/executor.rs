@@ -28,18 +28,15 @@
 //! Cancelling drops the future and makes its `JoinHandle` report
 //! [`JoinError::is_cancelled`](super::JoinError::is_cancelled).
 //!
-//! An entry injected while the pool closes is not stranded: the injector
-//! pushes, fences and reads `closed`; the closer writes `closed`, fences
-//! and drains. In the single SeqCst order one of the two comes second and
-//! sees the other, so either the closer's drain finds the entry or the
-//! injecting thread drains (and cancels) it itself.
+//! An entry injected while the pool closes is not stranded: see
+//! `inject.rs`, whose protocol is model-checked with loom.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering, fence};
 
 use bwos_queue::{Config, fifo};
 use crossbeam_deque::{Injector, Steal};
 
+use super::inject::{ClosableInjector, EntryQueue};
 use super::list::TaskList;
 use super::raw::{self, JoinHandle, Notified, Schedule, TaskRef};
 use crate::pool::registry::Registry;
@@ -62,10 +59,31 @@ pub(crate) fn task_queue_config() -> Config {
 /// The task side of a pool, in its registry.
 pub(crate) struct PoolTasks {
     stealers: Box<[fifo::Stealer<Notified>]>,
-    injector: Injector<Notified>,
+    /// Closed when the last worker stopped.
+    injector: ClosableInjector<Injector<Notified>>,
     list: TaskList,
-    /// Set once, when the last worker stopped.
-    closed: AtomicBool,
+}
+
+impl EntryQueue for Injector<Notified> {
+    type Entry = Notified;
+
+    fn push(&self, entry: Notified) {
+        Injector::push(self, entry);
+    }
+
+    fn pop(&self) -> Option<Notified> {
+        loop {
+            match self.steal() {
+                Steal::Success(task) => return Some(task),
+                Steal::Empty => return None,
+                Steal::Retry => {}
+            }
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        Injector::is_empty(self)
+    }
 }
 
 impl PoolTasks {
@@ -75,9 +93,8 @@ impl PoolTasks {
         let shards = 4 * stealers.len();
         PoolTasks {
             stealers: stealers.into(),
-            injector: Injector::new(),
+            injector: ClosableInjector::new(Injector::new()),
             list: TaskList::with_shards(shards),
-            closed: AtomicBool::new(false),
         }
     }
 
@@ -97,46 +114,22 @@ impl PoolTasks {
 
     /// The oldest injected entry.
     pub(crate) fn take_injected(&self) -> Option<Notified> {
-        loop {
-            match self.injector.steal() {
-                Steal::Success(task) => return Some(task),
-                Steal::Empty => return None,
-                Steal::Retry => {}
-            }
-        }
+        self.injector.take()
     }
 
     /// Queues `task` in the injector; `false` if the pool has closed, in
     /// which case the entry was cancelled (see "Shutdown").
     pub(crate) fn inject(&self, task: Notified) -> bool {
-        if self.closed.load(Ordering::Acquire) {
-            task.cancel();
-            return false;
-        }
-        self.injector.push(task);
-        // The injecting half of the Dekker pair with `close`.
-        fence(Ordering::SeqCst);
-        if self.closed.load(Ordering::SeqCst) {
-            self.drain_injector();
-            return false;
-        }
-        true
-    }
-
-    fn drain_injector(&self) {
-        while let Some(task) = self.take_injected() {
-            task.cancel();
-        }
+        self.injector.inject(task, Notified::cancel)
     }
 
     /// Called by the last worker to stop: cancels every task of the pool,
     /// now and later (see "Shutdown").
     pub(crate) fn close(&self) {
-        self.closed.store(true, Ordering::SeqCst);
-        // The closing half of the Dekker pair with `inject`.
-        fence(Ordering::SeqCst);
+        self.injector.close(Notified::cancel);
         self.list.close_and_cancel_all();
-        self.drain_injector();
+        // Aborting idle tasks queued them (through `inject`, which
+        // cancelled them at once since the injector is closed).
     }
 
     /// How many of the pool's tasks are alive (listed).

@@ -53,6 +53,7 @@
 pub(crate) mod block_on;
 #[cfg(not(loom))]
 pub(crate) mod executor;
+pub(crate) mod inject;
 #[cfg(not(loom))]
 pub(crate) mod list;
 #[cfg(not(loom))]
