@@ -1,6 +1,8 @@
 //! Async tasks on the pool: exactly-once execution, join handles, abort,
 //! panics, shutdown, fairness, and the wake-up paths from outside.
 
+#![cfg(not(loom))]
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
