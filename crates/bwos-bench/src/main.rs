@@ -2,6 +2,7 @@
 //! on this machine, with the libraries users would pick instead measured in
 //! the same run. One subcommand per experiment; `report` runs them all.
 
+mod asyncrt;
 mod corun;
 mod forkjoin;
 mod header;
@@ -35,10 +36,13 @@ enum Command {
     /// tree sum, LOOP) on bwos with each idle policy, rayon and chili;
     /// plus solo costs, oversubscription and the stealing-policy table.
     Corun(corun::CorunArgs),
+    /// tokio's scheduler microbenchmarks (spawn from inside and outside,
+    /// ping-pong, yield, chained spawns) on bwos, tokio and smol.
+    Async(asyncrt::AsyncArgs),
     /// Every experiment, one report: `queue`, the `forkjoin` suite (small
-    /// inputs; `--full` for the paper's), then a short `corun` (JSON of
-    /// the others next to the first's, as `forkjoin.json` and
-    /// `corun.json`).
+    /// inputs; `--full` for the paper's), a short `async`, then a short
+    /// `corun` (JSON of the others next to the first's, as
+    /// `forkjoin.json`, `async.json` and `corun.json`).
     Report(ReportArgs),
     /// One program of a co-run (started by `corun`; not for direct use).
     #[command(hide = true)]
@@ -90,6 +94,7 @@ fn main() -> ExitCode {
         Command::Queue(args) => run_queue(&header, args),
         Command::Forkjoin(args) => run_forkjoin(&header, args),
         Command::Corun(args) => run_corun(&header, args),
+        Command::Async(args) => run_async(&header, args),
         Command::CorunChild(_) | Command::ForkjoinChild(_) | Command::Joinpath(_) => {
             unreachable!("handled above")
         }
@@ -106,6 +111,13 @@ fn main() -> ExitCode {
                     .as_ref()
                     .map(|path| path.with_file_name("forkjoin.json"));
                 run_forkjoin(&header, &forkjoin_args)?;
+                let async_args = asyncrt::AsyncArgs::for_report(
+                    args.quick,
+                    args.json
+                        .as_ref()
+                        .map(|path| path.with_file_name("async.json")),
+                );
+                run_async(&header, &async_args)?;
                 // A short co-run: one repetition, the default sizes.
                 let mut corun_args = corun::CorunArgs::for_report(args.quick, 1, args.plot.clone());
                 corun_args.seconds = 0.3;
@@ -148,6 +160,12 @@ fn run_forkjoin(header: &header::Header, args: &forkjoin::ForkJoinArgs) -> std::
         message.push_str(failure);
     }
     Err(std::io::Error::other(message))
+}
+
+fn run_async(header: &header::Header, args: &asyncrt::AsyncArgs) -> std::io::Result<()> {
+    let samples = asyncrt::run(args);
+    print!("{}", asyncrt::tables(&samples));
+    asyncrt::write_outputs(header, &samples, args)
 }
 
 fn run_corun(header: &header::Header, args: &corun::CorunArgs) -> std::io::Result<()> {

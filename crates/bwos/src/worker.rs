@@ -54,7 +54,7 @@ use crate::pool::registry::Registry;
 use crate::stats::WorkerCounters;
 use crate::steal::topology::{Topology, current_cpu, pin_current_thread};
 use crate::steal::{StealBatch, StealConfig, StealPolicy, VictimQueues, Victims};
-use crate::task::executor::INJECTOR_INTERVAL;
+use crate::task::executor::{INJECTOR_BATCH, INJECTOR_INTERVAL};
 use crate::task::raw::Notified;
 
 /// Blocks per worker queue (a power of two: block moves then need no
@@ -286,11 +286,34 @@ impl WorkerThread {
         self.task_ticks.set(ticks);
         if ticks % INJECTOR_INTERVAL == 0
             && self.registry.tasks.has_injected()
-            && let Some(task) = self.registry.tasks.take_injected()
+            && let Some(task) = self.take_injected_tasks()
         {
             return Some(task);
         }
         self.tasks.pop()
+    }
+
+    /// The oldest injected task, after moving up to [`INJECTOR_BATCH`] more
+    /// to this worker's queue.
+    fn take_injected_tasks(&self) -> Option<Notified> {
+        let first = self.registry.tasks.take_injected()?;
+        self.move_injected_tasks();
+        Some(first)
+    }
+
+    /// Moves up to [`INJECTOR_BATCH`] injected tasks to this worker's queue
+    /// (they become visible to thieves at once).
+    pub(crate) fn move_injected_tasks(&self) {
+        for _ in 0..INJECTOR_BATCH {
+            let Some(task) = self.registry.tasks.take_injected() else {
+                break;
+            };
+            if let Err(task) = self.tasks.push(task) {
+                // Full: the injector keeps it.
+                self.registry.inject_task(task);
+                break;
+            }
+        }
     }
 
     /// Local work (jobs first: they are the fork/join path the current
@@ -314,7 +337,7 @@ impl WorkerThread {
         }
         self.registry
             .take_injected()
-            .or_else(|| Some(self.registry.tasks.take_injected()?.into_job_ref()))
+            .or_else(|| Some(self.take_injected_tasks()?.into_job_ref()))
     }
 
     /// Runs work until `latch` is set. The worker does not block while it

@@ -172,6 +172,24 @@ impl Registry {
         }
     }
 
+    /// Queues a task that yielded: as `schedule_task`, but a worker first
+    /// moves a batch of injected tasks to its queue, so that they run
+    /// before the yielder comes round again.
+    pub(crate) fn yield_task(&self, task: Notified) {
+        let worker = WorkerThread::current();
+        // SAFETY: as in `is_current`.
+        if !worker.is_null() && ptr_eq(unsafe { (*worker).registry_ptr() }, self) {
+            // SAFETY: as above.
+            let worker = unsafe { &*worker };
+            if self.tasks.has_injected() {
+                worker.move_injected_tasks();
+            }
+            worker.push_task(task);
+        } else {
+            self.inject_task(task);
+        }
+    }
+
     /// Queues a task from outside the pool (or from a full task queue).
     pub(crate) fn inject_task(&self, task: Notified) {
         if self.tasks.inject(task) {

@@ -47,6 +47,12 @@ pub(crate) trait Schedule: Send + Sync + 'static {
     /// unrun also cancels it, on the dropping thread.
     fn schedule(&self, task: Notified);
 
+    /// Queues `task`, which woke itself during its poll (it yielded): the
+    /// executor may let other tasks go first. By default, `schedule`.
+    fn yield_task(&self, task: Notified) {
+        self.schedule(task);
+    }
+
     /// The task has completed (its outcome is stored, its future dropped):
     /// an executor that lists its live tasks (`TaskList`) removes it here.
     fn release(&self, task: TaskRef) {
@@ -311,9 +317,10 @@ where
                                 unsafe { Self::dealloc(header) }
                             }
                         }
-                        // SAFETY: the entry's reference goes to the new
-                        // entry.
-                        EndPoll::Requeue => unsafe { Self::schedule(header) },
+                        // Woken during its own poll: it yielded.
+                        EndPoll::Requeue => {
+                            cell.scheduler.yield_task(Notified(header));
+                        }
                         // SAFETY: still `RUNNING`, as `Cancel` says.
                         EndPoll::Cancel => unsafe { Self::cancel_and_complete(header) },
                     },
