@@ -6,6 +6,7 @@ mod asyncrt;
 mod corun;
 mod forkjoin;
 mod header;
+mod http;
 mod queue;
 mod queues;
 mod report;
@@ -39,6 +40,13 @@ enum Command {
     /// tokio's scheduler microbenchmarks (spawn from inside and outside,
     /// ping-pong, yield, chained spawns) on bwos, tokio and smol.
     Async(asyncrt::AsyncArgs),
+    /// A hyper server (hello world) on bwos, tokio and smol under wrk
+    /// load at 50, 200 and 1000 connections: requests/s, p50/p99, CPU
+    /// per request.
+    Http(http::HttpArgs),
+    /// One HTTP server (started by `http`; not for direct use).
+    #[command(hide = true)]
+    HttpServer(http::ServerArgs),
     /// Every experiment, one report: `queue`, the `forkjoin` suite (small
     /// inputs; `--full` for the paper's), a short `async`, then a short
     /// `corun` (JSON of the others next to the first's, as
@@ -77,6 +85,7 @@ fn main() -> ExitCode {
             forkjoin::joinpath::run(args);
             Some(Ok(()))
         }
+        Command::HttpServer(args) => Some(http::serve(args)),
         _ => None,
     };
     if let Some(outcome) = child {
@@ -95,7 +104,11 @@ fn main() -> ExitCode {
         Command::Forkjoin(args) => run_forkjoin(&header, args),
         Command::Corun(args) => run_corun(&header, args),
         Command::Async(args) => run_async(&header, args),
-        Command::CorunChild(_) | Command::ForkjoinChild(_) | Command::Joinpath(_) => {
+        Command::Http(args) => run_http(&header, args),
+        Command::CorunChild(_)
+        | Command::ForkjoinChild(_)
+        | Command::Joinpath(_)
+        | Command::HttpServer(_) => {
             unreachable!("handled above")
         }
         Command::Report(ReportArgs { queue: args, full }) => {
@@ -166,6 +179,12 @@ fn run_async(header: &header::Header, args: &asyncrt::AsyncArgs) -> std::io::Res
     let samples = asyncrt::run(args);
     print!("{}", asyncrt::tables(&samples));
     asyncrt::write_outputs(header, &samples, args)
+}
+
+fn run_http(header: &header::Header, args: &http::HttpArgs) -> std::io::Result<()> {
+    let samples = http::run(args)?;
+    print!("{}", http::tables(&samples));
+    http::write_outputs(header, &samples, args)
 }
 
 fn run_corun(header: &header::Header, args: &corun::CorunArgs) -> std::io::Result<()> {

@@ -164,6 +164,10 @@ fn ping_pong<R: AsyncRuntime>(rt: &R, scale: Scale) {
                     pinged.await.expect("pinged");
                     pong.send(()).expect("the pinger waits");
                 });
+                // No task may drop the last handle of its runtime (tokio
+                // panics, smol's runner would join itself): let go before
+                // the signal that lets the benchmark drop its own.
+                drop(partner_rt);
                 ping.send(()).expect("the partner waits");
                 ponged.await.expect("ponged");
                 countdown.tick();
@@ -193,6 +197,8 @@ fn yield_many<R: AsyncRuntime>(rt: &R, scale: Scale) {
 fn chained_spawn<R: AsyncRuntime>(rt: &R, scale: Scale) {
     fn link<R: AsyncRuntime>(rt: R, left: usize, done: mpsc::SyncSender<()>) {
         if left == 0 {
+            // Drop the runtime handle before the signal (see `ping_pong`).
+            drop(rt);
             done.send(()).expect("the benchmark waits");
         } else {
             let next = rt.clone();

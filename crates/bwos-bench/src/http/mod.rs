@@ -1,0 +1,364 @@
+//! `bwos-bench http`: a hyper 1.x server (hello world; POST /echo echoes)
+//! on bwos, tokio and smol, the same service code, loaded on loopback by
+//! wrk with 50, 200 and 1000 connections for a fixed time per point.
+//!
+//! Each server runs in a process of its own (`bwos-bench http-server`),
+//! started afresh per point and runtime, in rotating order. Reported:
+//! requests per second, p50 and p99 latency (wrk's `--latency`), and the
+//! server's CPU time per request from its own `/proc/<pid>/stat` (user +
+//! system, all its threads). wrk runs with one thread on the same two
+//! cores as the server: its CPU competes with the server's, as in any
+//! loopback test, and the table says so.
+
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::asyncrt::runtime::{AsyncRuntime, Bwos, Smol, Tokio};
+use crate::header::Header;
+use crate::stats::Summary;
+
+pub mod server;
+
+/// Options of `bwos-bench http`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct HttpArgs {
+    /// Worker threads of every server runtime.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub threads: u32,
+    /// Open connections per load point.
+    #[arg(long, value_delimiter = ',', default_values_t = [50u32, 200, 1000])]
+    pub connections: Vec<u32>,
+    /// Seconds of load per point.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=3600))]
+    pub seconds: u32,
+    /// Repetitions of every point.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repetitions: u32,
+    /// A smoke run: one repetition of one second at 50 connections.
+    #[arg(long)]
+    pub quick: bool,
+    /// Also write the samples as JSON here.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// One load point on one runtime in one repetition.
+#[derive(Debug, Clone, Serialize)]
+pub struct Sample {
+    pub runtime: &'static str,
+    pub connections: u32,
+    pub repetition: u32,
+    pub requests_per_sec: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    /// Server CPU time (user + system) per request, in microseconds.
+    pub cpu_us_per_request: f64,
+    /// Non-2xx responses and socket errors wrk reported.
+    pub errors: u64,
+}
+
+const RUNTIMES: [&str; 3] = [Bwos::NAME, Tokio::NAME, Smol::NAME];
+
+/// Runs the experiment; an error if wrk is missing or a server fails.
+pub fn run(args: &HttpArgs) -> std::io::Result<Vec<Sample>> {
+    if Command::new("wrk").arg("--version").output().is_err() {
+        return Err(std::io::Error::other(
+            "bwos-bench http needs wrk as its load generator (Debian: apt-get install wrk)",
+        ));
+    }
+    let (connections, seconds, repetitions) = if args.quick {
+        (vec![50], 1, 1)
+    } else {
+        (args.connections.clone(), args.seconds, args.repetitions)
+    };
+    let mut samples = Vec::new();
+    for &connections in &connections {
+        for repetition in 0..repetitions {
+            for offset in 0..RUNTIMES.len() {
+                let runtime = RUNTIMES[(repetition as usize + offset) % RUNTIMES.len()];
+                let sample = measure(runtime, args.threads, connections, seconds, repetition)?;
+                eprintln!(
+                    "http: {runtime} {connections} connections: {:.0} req/s",
+                    sample.requests_per_sec
+                );
+                samples.push(sample);
+            }
+        }
+    }
+    Ok(samples)
+}
+
+/// A server process, killed when dropped.
+struct ServerProcess(Child);
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn measure(
+    runtime: &'static str,
+    threads: u32,
+    connections: u32,
+    seconds: u32,
+    repetition: u32,
+) -> std::io::Result<Sample> {
+    let mut child = ServerProcess(
+        Command::new(std::env::current_exe()?)
+            .args([
+                "http-server",
+                "--runtime",
+                runtime,
+                "--threads",
+                &threads.to_string(),
+            ])
+            .stdout(Stdio::piped())
+            .spawn()?,
+    );
+    let stdout = child.0.stdout.take().expect("piped stdout");
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line)?;
+    let port: u16 = line
+        .strip_prefix("PORT ")
+        .and_then(|port| port.trim().parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("the {runtime} server said {line:?}")))?;
+    // Let the server's workers fall asleep before the load starts.
+    std::thread::sleep(Duration::from_millis(100));
+    let cpu_before = cpu_ticks(child.0.id())?;
+    let output = Command::new("wrk")
+        .args([
+            "-t1",
+            &format!("-c{connections}"),
+            &format!("-d{seconds}s"),
+            "--latency",
+            &format!("http://127.0.0.1:{port}/"),
+        ])
+        .output()?;
+    let cpu_after = cpu_ticks(child.0.id())?;
+    let report = String::from_utf8_lossy(&output.stdout);
+    let parsed = WrkReport::parse(&report)
+        .ok_or_else(|| std::io::Error::other(format!("unreadable wrk output:\n{report}")))?;
+    // Linux reports CPU time in USER_HZ ticks, 100 per second on every ABI.
+    let cpu_us = (cpu_after - cpu_before) as f64 * 10_000.0;
+    Ok(Sample {
+        runtime,
+        connections,
+        repetition,
+        requests_per_sec: parsed.requests_per_sec,
+        p50_ms: parsed.p50_ms,
+        p99_ms: parsed.p99_ms,
+        cpu_us_per_request: cpu_us / parsed.requests.max(1) as f64,
+        errors: parsed.errors,
+    })
+}
+
+/// User plus system CPU ticks of process `pid`, all threads.
+fn cpu_ticks(pid: u32) -> std::io::Result<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // The command name may hold spaces; fields count from after its ')'.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let field = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
+    Ok(field(11) + field(12))
+}
+
+/// What the report needs from wrk's output.
+#[derive(Debug, PartialEq)]
+struct WrkReport {
+    requests: u64,
+    requests_per_sec: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    errors: u64,
+}
+
+impl WrkReport {
+    fn parse(text: &str) -> Option<WrkReport> {
+        let mut report = WrkReport {
+            requests: 0,
+            requests_per_sec: f64::NAN,
+            p50_ms: f64::NAN,
+            p99_ms: f64::NAN,
+            errors: 0,
+        };
+        for line in text.lines().map(str::trim) {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            match words.as_slice() {
+                ["Requests/sec:", value, ..] => report.requests_per_sec = value.parse().ok()?,
+                ["50%", value, ..] => report.p50_ms = millis(value)?,
+                ["99%", value, ..] => report.p99_ms = millis(value)?,
+                [count, "requests", "in", ..] => report.requests = count.parse().ok()?,
+                ["Non-2xx", "or", "3xx", "responses:", count, ..] => {
+                    report.errors += count.parse::<u64>().ok()?;
+                }
+                ["Socket", "errors:", rest @ ..] => {
+                    report.errors += rest
+                        .iter()
+                        .filter_map(|word| word.trim_end_matches(',').parse::<u64>().ok())
+                        .sum::<u64>();
+                }
+                _ => {}
+            }
+        }
+        (!report.requests_per_sec.is_nan()).then_some(report)
+    }
+}
+
+/// A wrk duration (`812.00us`, `1.23ms`, `2.00s`) in milliseconds.
+fn millis(value: &str) -> Option<f64> {
+    let split = value.find(|c: char| c.is_ascii_alphabetic())?;
+    let (number, unit) = value.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    Some(match unit {
+        "us" => number / 1000.0,
+        "ms" => number,
+        "s" => number * 1000.0,
+        "m" => number * 60_000.0,
+        _ => return None,
+    })
+}
+
+/// Tables: per connection count and runtime the medians (min-max) of
+/// throughput, latency and CPU per request, and each peer's paired ratio.
+pub fn tables(samples: &[Sample]) -> String {
+    let mut out = String::from(
+        "\n## HTTP: hyper hello world on loopback, load from wrk (1 thread, sharing the 2 cores)\n\
+         medians over repetitions (min-max); bwos/tokio and bwos/smol are paired ratios of requests per second\n\n\
+         | connections | runtime | req/s | p50 ms | p99 ms | CPU us/req | errors | bwos/peer req/s |\n\
+         |---|---|---|---|---|---|---|---|\n",
+    );
+    let mut points: Vec<u32> = samples.iter().map(|s| s.connections).collect();
+    points.dedup();
+    for connections in points {
+        let of = |runtime: &str, pick: fn(&Sample) -> f64| -> Vec<f64> {
+            let mut picked: Vec<&Sample> = samples
+                .iter()
+                .filter(|s| s.runtime == runtime && s.connections == connections)
+                .collect();
+            picked.sort_by_key(|s| s.repetition);
+            picked.iter().map(|s| pick(s)).collect()
+        };
+        let bwos_rps = of(Bwos::NAME, |s| s.requests_per_sec);
+        for runtime in RUNTIMES {
+            let cell = |values: Vec<f64>, digits: usize| match Summary::of(&values) {
+                Some(s) => format!(
+                    "{:.digits$} ({:.digits$}-{:.digits$})",
+                    s.median, s.min, s.max
+                ),
+                None => "-".into(),
+            };
+            let errors: u64 = samples
+                .iter()
+                .filter(|s| s.runtime == runtime && s.connections == connections)
+                .map(|s| s.errors)
+                .sum();
+            let ratio = if runtime == Bwos::NAME {
+                "-".to_string()
+            } else {
+                match Summary::of_ratios(&bwos_rps, &of(runtime, |s| s.requests_per_sec)) {
+                    Some(r) => format!("{:.2} ({:.2}-{:.2})", r.median, r.min, r.max),
+                    None => "-".into(),
+                }
+            };
+            let _ = writeln!(
+                out,
+                "| {connections} | {runtime} | {} | {} | {} | {} | {errors} | {ratio} |",
+                cell(of(runtime, |s| s.requests_per_sec), 0),
+                cell(of(runtime, |s| s.p50_ms), 2),
+                cell(of(runtime, |s| s.p99_ms), 2),
+                cell(of(runtime, |s| s.cpu_us_per_request), 1),
+            );
+        }
+    }
+    out
+}
+
+/// Writes the JSON file if asked for.
+pub fn write_outputs(header: &Header, samples: &[Sample], args: &HttpArgs) -> std::io::Result<()> {
+    if let Some(path) = &args.json {
+        #[derive(Serialize)]
+        struct Output<'a> {
+            header: &'a Header,
+            load_generator: &'static str,
+            samples: &'a [Sample],
+        }
+        let json = serde_json::to_string_pretty(&Output {
+            header,
+            load_generator: "wrk -t1 (on the same machine)",
+            samples,
+        })
+        .map_err(std::io::Error::other)?;
+        std::fs::write(path, json)?;
+        eprintln!("http: wrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// Options of the hidden `http-server` subcommand.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServerArgs {
+    /// bwos, tokio or smol.
+    #[arg(long)]
+    pub runtime: String,
+    /// Worker threads.
+    #[arg(long, default_value_t = 2)]
+    pub threads: usize,
+}
+
+/// Serves on a free loopback port (printed as `PORT <n>`) until killed.
+pub fn serve(args: &ServerArgs) -> std::io::Result<()> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    listener.set_nonblocking(true)?;
+    println!("PORT {}", listener.local_addr()?.port());
+    match args.runtime.as_str() {
+        "bwos" => server::serve_async_io(Bwos::start(args.threads), listener),
+        "smol" => server::serve_async_io(Smol::start(args.threads), listener),
+        "tokio" => server::serve_tokio(Tokio::start(args.threads), listener),
+        other => Err(std::io::Error::other(format!(
+            "unknown runtime {other:?} (expected bwos, tokio or smol)"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrk_output_is_parsed() {
+        let text = "Running 1s test @ http://127.0.0.1:1/\n  1 threads and 50 connections\n\
+            Thread Stats   Avg      Stdev     Max   +/- Stdev\n\
+            Latency   812.00us  100.00us   2.00ms   90.00%\n\
+            Latency Distribution\n     50%  800.00us\n     75%    1.00ms\n     90%    1.20ms\n     99%    1.50ms\n\
+            45000 requests in 1.00s, 3.00MB read\n  Socket errors: connect 0, read 2, write 0, timeout 1\n\
+            Requests/sec:  45000.00\nTransfer/sec:      3.00MB\n";
+        let report = WrkReport::parse(text).unwrap();
+        assert_eq!(
+            report,
+            WrkReport {
+                requests: 45000,
+                requests_per_sec: 45000.0,
+                p50_ms: 0.8,
+                p99_ms: 1.5,
+                errors: 3,
+            }
+        );
+        assert!(WrkReport::parse("garbage").is_none());
+        assert_eq!(millis("2.00s"), Some(2000.0));
+        assert_eq!(millis("12"), None);
+    }
+}
