@@ -162,31 +162,36 @@ impl Registry {
     /// belongs to this pool, else in the task injector (waking a sleeper
     /// if nobody searches). After the pool closed, cancels it.
     pub(crate) fn schedule_task(&self, task: Notified) {
-        let worker = WorkerThread::current();
-        // SAFETY: as in `is_current`.
-        if !worker.is_null() && ptr_eq(unsafe { (*worker).registry_ptr() }, self) {
-            // SAFETY: as above.
-            unsafe { (*worker).push_task(task) };
-        } else {
-            self.inject_task(task);
+        match self.current_worker() {
+            Some(worker) => worker.push_task(task),
+            None => self.inject_task(task),
         }
+    }
+
+    /// The calling thread's worker, if it is one of this registry's.
+    fn current_worker(&self) -> Option<&WorkerThread> {
+        let worker = WorkerThread::current();
+        // SAFETY: a non-null current worker lives on this thread's stack
+        // for as long as the thread runs pool work, which outlasts any
+        // borrow of `self` on this thread.
+        (!worker.is_null() && ptr_eq(unsafe { (*worker).registry_ptr() }, self)).then(|| {
+            // SAFETY: as above.
+            unsafe { &*worker }
+        })
     }
 
     /// Queues a task that yielded: as `schedule_task`, but a worker first
     /// moves a batch of injected tasks to its queue, so that they run
     /// before the yielder comes round again.
     pub(crate) fn yield_task(&self, task: Notified) {
-        let worker = WorkerThread::current();
-        // SAFETY: as in `is_current`.
-        if !worker.is_null() && ptr_eq(unsafe { (*worker).registry_ptr() }, self) {
-            // SAFETY: as above.
-            let worker = unsafe { &*worker };
-            if self.tasks.has_injected() {
-                worker.move_injected_tasks();
+        match self.current_worker() {
+            Some(worker) => {
+                if self.tasks.has_injected() {
+                    worker.move_injected_tasks();
+                }
+                worker.push_task(task);
             }
-            worker.push_task(task);
-        } else {
-            self.inject_task(task);
+            None => self.inject_task(task),
         }
     }
 
@@ -259,13 +264,9 @@ impl Registry {
     /// Pushes `job` on the calling worker's queue if it belongs to this
     /// pool, else injects it.
     pub(crate) fn push_or_inject(&self, job: JobRef) {
-        let worker = WorkerThread::current();
-        // SAFETY: as in `is_current`.
-        if !worker.is_null() && ptr_eq(unsafe { (*worker).registry_ptr() }, self) {
-            // SAFETY: as above.
-            unsafe { (*worker).push_or_inject(job) };
-        } else {
-            self.inject(job);
+        match self.current_worker() {
+            Some(worker) => worker.push_or_inject(job),
+            None => self.inject(job),
         }
     }
 
