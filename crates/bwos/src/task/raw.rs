@@ -317,7 +317,9 @@ where
                                 unsafe { Self::dealloc(header) }
                             }
                         }
-                        // Woken during its own poll: it yielded.
+                        // Woken during its own poll: it yielded. The
+                        // entry's reference and `NOTIFIED` go to the new
+                        // entry.
                         EndPoll::Requeue => {
                             cell.scheduler.yield_task(Notified(header));
                         }
