@@ -40,17 +40,17 @@ enum Command {
     /// tokio's scheduler microbenchmarks (spawn from inside and outside,
     /// ping-pong, yield, chained spawns) on bwos, tokio and smol.
     Async(asyncrt::AsyncArgs),
-    /// A hyper server (hello world) on bwos, tokio and smol under wrk
-    /// load at 50, 200 and 1000 connections: requests/s, p50/p99, CPU
-    /// per request.
+    /// A hyper server (hello world) on bwos, tokio and smol under load
+    /// (wrk, or the built-in client) at 50, 200 and 1000 connections:
+    /// requests/s, p50/p99, CPU per request.
     Http(http::HttpArgs),
     /// One HTTP server (started by `http`; not for direct use).
     #[command(hide = true)]
     HttpServer(http::ServerArgs),
     /// Every experiment, one report: `queue`, the `forkjoin` suite (small
-    /// inputs; `--full` for the paper's), a short `async`, then a short
-    /// `corun` (JSON of the others next to the first's, as
-    /// `forkjoin.json`, `async.json` and `corun.json`).
+    /// inputs; `--full` for the paper's), a short `async`, a short `http`,
+    /// then a short `corun` (JSON of the others next to the first's, as
+    /// `forkjoin.json`, `async.json`, `http.json` and `corun.json`).
     Report(ReportArgs),
     /// One program of a co-run (started by `corun`; not for direct use).
     #[command(hide = true)]
@@ -131,6 +131,14 @@ fn main() -> ExitCode {
                         .map(|path| path.with_file_name("async.json")),
                 );
                 run_async(&header, &async_args)?;
+                let http_args = http::HttpArgs::for_report(
+                    args.quick,
+                    args.json
+                        .as_ref()
+                        .map(|path| path.with_file_name("http.json")),
+                    args.plot.clone(),
+                );
+                run_http(&header, &http_args)?;
                 // A short co-run: one repetition, the default sizes.
                 let mut corun_args = corun::CorunArgs::for_report(args.quick, 1, args.plot.clone());
                 corun_args.seconds = 0.3;
@@ -182,9 +190,9 @@ fn run_async(header: &header::Header, args: &asyncrt::AsyncArgs) -> std::io::Res
 }
 
 fn run_http(header: &header::Header, args: &http::HttpArgs) -> std::io::Result<()> {
-    let samples = http::run(args)?;
-    print!("{}", http::tables(&samples));
-    http::write_outputs(header, &samples, args)
+    let experiment = http::run(args)?;
+    print!("{}", http::tables(&experiment));
+    http::write_outputs(header, &experiment, args)
 }
 
 fn run_corun(header: &header::Header, args: &corun::CorunArgs) -> std::io::Result<()> {

@@ -1,14 +1,16 @@
 //! `bwos-bench http`: a hyper 1.x server (hello world; POST /echo echoes)
 //! on bwos, tokio and smol, the same service code, loaded on loopback by
-//! wrk with 50, 200 and 1000 connections for a fixed time per point.
+//! wrk (or, where wrk is not installed, the built-in client of
+//! [`client`]) with 50, 200 and 1000 connections for a fixed time per
+//! point.
 //!
 //! Each server runs in a process of its own (`bwos-bench http-server`),
 //! started afresh per point and runtime, in rotating order. Reported:
 //! requests per second, p50 and p99 latency (wrk's `--latency`), and the
 //! server's CPU time per request from its own `/proc/<pid>/stat` (user +
-//! system, all its threads). wrk runs with one thread on the same two
-//! cores as the server: its CPU competes with the server's, as in any
-//! loopback test, and the table says so.
+//! system, all its threads). The load generator runs one thread on the
+//! same two cores as the server: its CPU competes with the server's, as
+//! in any loopback test, and the table says so.
 
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader};
@@ -23,7 +25,46 @@ use crate::asyncrt::runtime::{AsyncRuntime, Bwos, Smol, Tokio};
 use crate::header::Header;
 use crate::stats::Summary;
 
+pub mod client;
 pub mod server;
+pub mod svg;
+
+/// Which program loads the servers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LoadGenerator {
+    /// wrk when it is installed, else the built-in client.
+    Auto,
+    /// `wrk -t1` (an error if it is not installed).
+    Wrk,
+    /// The built-in client: a hyper client on one thread.
+    Builtin,
+}
+
+impl LoadGenerator {
+    /// Resolves `Auto`; an error if wrk is asked for and missing.
+    pub fn resolve(self) -> std::io::Result<LoadGenerator> {
+        let wrk_installed = Command::new("wrk").arg("--version").output().is_ok();
+        match self {
+            LoadGenerator::Auto if wrk_installed => Ok(LoadGenerator::Wrk),
+            LoadGenerator::Auto => Ok(LoadGenerator::Builtin),
+            LoadGenerator::Wrk if !wrk_installed => Err(std::io::Error::other(
+                "--load-generator wrk: wrk is not installed (Debian: apt-get install wrk); \
+                 --load-generator builtin needs nothing",
+            )),
+            chosen => Ok(chosen),
+        }
+    }
+
+    /// How the report names it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            LoadGenerator::Wrk => "wrk -t1",
+            LoadGenerator::Builtin => "the built-in client (hyper on one thread)",
+            LoadGenerator::Auto => "wrk -t1 if installed, else the built-in client",
+        }
+    }
+}
 
 /// Options of `bwos-bench http`.
 #[derive(Debug, Clone, clap::Args)]
@@ -43,9 +84,41 @@ pub struct HttpArgs {
     /// A smoke run: one repetition of one second at 50 connections.
     #[arg(long)]
     pub quick: bool,
+    /// The program that loads the servers.
+    #[arg(long, value_enum, default_value_t = LoadGenerator::Auto)]
+    pub load_generator: LoadGenerator,
     /// Also write the samples as JSON here.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Also write SVG plots (throughput against p99 latency and against
+    /// CPU per request, as the BWoS paper's Figure 14) into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
+}
+
+impl HttpArgs {
+    /// The short run of `bwos-bench report`: every runtime at 200 and 1000
+    /// connections, one repetition of two seconds (one second and 50
+    /// connections with `quick`).
+    pub fn for_report(quick: bool, json: Option<PathBuf>, plot: Option<PathBuf>) -> HttpArgs {
+        HttpArgs {
+            threads: 2,
+            connections: vec![200, 1000],
+            seconds: 2,
+            repetitions: 1,
+            quick,
+            load_generator: LoadGenerator::Auto,
+            json,
+            plot,
+        }
+    }
+}
+
+/// The samples of one run and the program that produced the load.
+#[derive(Debug, Clone, Serialize)]
+pub struct Experiment {
+    pub load_generator: LoadGenerator,
+    pub samples: Vec<Sample>,
 }
 
 /// One load point on one runtime in one repetition.
@@ -65,13 +138,10 @@ pub struct Sample {
 
 const RUNTIMES: [&str; 3] = [Bwos::NAME, Tokio::NAME, Smol::NAME];
 
-/// Runs the experiment; an error if wrk is missing or a server fails.
-pub fn run(args: &HttpArgs) -> std::io::Result<Vec<Sample>> {
-    if Command::new("wrk").arg("--version").output().is_err() {
-        return Err(std::io::Error::other(
-            "bwos-bench http needs wrk as its load generator (Debian: apt-get install wrk)",
-        ));
-    }
+/// Runs the experiment; an error if the asked-for load generator is
+/// missing or a server fails.
+pub fn run(args: &HttpArgs) -> std::io::Result<Experiment> {
+    let load_generator = args.load_generator.resolve()?;
     let (connections, seconds, repetitions) = if args.quick {
         (vec![50], 1, 1)
     } else {
@@ -82,7 +152,15 @@ pub fn run(args: &HttpArgs) -> std::io::Result<Vec<Sample>> {
         for repetition in 0..repetitions {
             for offset in 0..RUNTIMES.len() {
                 let runtime = RUNTIMES[(repetition as usize + offset) % RUNTIMES.len()];
-                let sample = measure(runtime, args.threads, connections, seconds, repetition)?;
+                let point = Point {
+                    runtime,
+                    threads: args.threads,
+                    connections,
+                    seconds,
+                    repetition,
+                    load_generator,
+                };
+                let sample = measure(&point)?;
                 eprintln!(
                     "http: {runtime} {connections} connections: {:.0} req/s",
                     sample.requests_per_sec
@@ -91,7 +169,20 @@ pub fn run(args: &HttpArgs) -> std::io::Result<Vec<Sample>> {
             }
         }
     }
-    Ok(samples)
+    Ok(Experiment {
+        load_generator,
+        samples,
+    })
+}
+
+/// One measurement to take.
+struct Point {
+    runtime: &'static str,
+    threads: u32,
+    connections: u32,
+    seconds: u32,
+    repetition: u32,
+    load_generator: LoadGenerator,
 }
 
 /// A server process, killed when dropped.
@@ -104,13 +195,15 @@ impl Drop for ServerProcess {
     }
 }
 
-fn measure(
-    runtime: &'static str,
-    threads: u32,
-    connections: u32,
-    seconds: u32,
-    repetition: u32,
-) -> std::io::Result<Sample> {
+fn measure(point: &Point) -> std::io::Result<Sample> {
+    let Point {
+        runtime,
+        threads,
+        connections,
+        seconds,
+        repetition,
+        load_generator,
+    } = *point;
     let mut child = ServerProcess(
         Command::new(std::env::current_exe()?)
             .args([
@@ -133,19 +226,24 @@ fn measure(
     // Let the server's workers fall asleep before the load starts.
     std::thread::sleep(Duration::from_millis(100));
     let cpu_before = cpu_ticks(child.0.id())?;
-    let output = Command::new("wrk")
-        .args([
-            "-t1",
-            &format!("-c{connections}"),
-            &format!("-d{seconds}s"),
-            "--latency",
-            &format!("http://127.0.0.1:{port}/"),
-        ])
-        .output()?;
+    let parsed = if load_generator == LoadGenerator::Builtin {
+        let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        client::load(address, connections, Duration::from_secs(seconds.into()))?
+    } else {
+        let output = Command::new("wrk")
+            .args([
+                "-t1",
+                &format!("-c{connections}"),
+                &format!("-d{seconds}s"),
+                "--latency",
+                &format!("http://127.0.0.1:{port}/"),
+            ])
+            .output()?;
+        let report = String::from_utf8_lossy(&output.stdout);
+        LoadReport::parse_wrk(&report)
+            .ok_or_else(|| std::io::Error::other(format!("unreadable wrk output:\n{report}")))?
+    };
     let cpu_after = cpu_ticks(child.0.id())?;
-    let report = String::from_utf8_lossy(&output.stdout);
-    let parsed = WrkReport::parse(&report)
-        .ok_or_else(|| std::io::Error::other(format!("unreadable wrk output:\n{report}")))?;
     // Linux reports CPU time in USER_HZ ticks, 100 per second on every ABI.
     let cpu_us = (cpu_after - cpu_before) as f64 * 10_000.0;
     Ok(Sample {
@@ -176,9 +274,9 @@ fn cpu_ticks(pid: u32) -> std::io::Result<u64> {
     Ok(field(11) + field(12))
 }
 
-/// What the report needs from wrk's output.
+/// What the report needs from a load generator.
 #[derive(Debug, PartialEq)]
-struct WrkReport {
+pub struct LoadReport {
     requests: u64,
     requests_per_sec: f64,
     p50_ms: f64,
@@ -186,9 +284,10 @@ struct WrkReport {
     errors: u64,
 }
 
-impl WrkReport {
-    fn parse(text: &str) -> Option<WrkReport> {
-        let mut report = WrkReport {
+impl LoadReport {
+    /// Reads wrk's `--latency` output.
+    fn parse_wrk(text: &str) -> Option<LoadReport> {
+        let mut report = LoadReport {
             requests: 0,
             requests_per_sec: f64::NAN,
             p50_ms: f64::NAN,
@@ -234,12 +333,14 @@ fn millis(value: &str) -> Option<f64> {
 
 /// Tables: per connection count and runtime the medians (min-max) of
 /// throughput, latency and CPU per request, and each peer's paired ratio.
-pub fn tables(samples: &[Sample]) -> String {
-    let mut out = String::from(
-        "\n## HTTP: hyper hello world on loopback, load from wrk (1 thread, sharing the 2 cores)\n\
+pub fn tables(experiment: &Experiment) -> String {
+    let samples = &experiment.samples;
+    let mut out = format!(
+        "\n## HTTP: hyper hello world on loopback, load from {} (1 thread, sharing the machine's cores with the server)\n\
          medians over repetitions (min-max); bwos/tokio and bwos/smol are paired ratios of requests per second\n\n\
          | connections | runtime | req/s | p50 ms | p99 ms | CPU us/req | errors | bwos/peer req/s |\n\
          |---|---|---|---|---|---|---|---|\n",
+        experiment.load_generator.describe(),
     );
     let mut points: Vec<u32> = samples.iter().map(|s| s.connections).collect();
     points.dedup();
@@ -287,8 +388,12 @@ pub fn tables(samples: &[Sample]) -> String {
     out
 }
 
-/// Writes the JSON file if asked for.
-pub fn write_outputs(header: &Header, samples: &[Sample], args: &HttpArgs) -> std::io::Result<()> {
+/// Writes the JSON file and the plots if asked for.
+pub fn write_outputs(
+    header: &Header,
+    experiment: &Experiment,
+    args: &HttpArgs,
+) -> std::io::Result<()> {
     if let Some(path) = &args.json {
         #[derive(Serialize)]
         struct Output<'a> {
@@ -298,12 +403,17 @@ pub fn write_outputs(header: &Header, samples: &[Sample], args: &HttpArgs) -> st
         }
         let json = serde_json::to_string_pretty(&Output {
             header,
-            load_generator: "wrk -t1 (on the same machine)",
-            samples,
+            load_generator: experiment.load_generator.describe(),
+            samples: &experiment.samples,
         })
         .map_err(std::io::Error::other)?;
         std::fs::write(path, json)?;
         eprintln!("http: wrote {}", path.display());
+    }
+    if let Some(dir) = &args.plot {
+        for path in svg::plot(experiment, dir)? {
+            eprintln!("http: wrote {}", path.display());
+        }
     }
     Ok(())
 }
@@ -346,10 +456,10 @@ mod tests {
             Latency Distribution\n     50%  800.00us\n     75%    1.00ms\n     90%    1.20ms\n     99%    1.50ms\n\
             45000 requests in 1.00s, 3.00MB read\n  Socket errors: connect 0, read 2, write 0, timeout 1\n\
             Requests/sec:  45000.00\nTransfer/sec:      3.00MB\n";
-        let report = WrkReport::parse(text).unwrap();
+        let report = LoadReport::parse_wrk(text).unwrap();
         assert_eq!(
             report,
-            WrkReport {
+            LoadReport {
                 requests: 45000,
                 requests_per_sec: 45000.0,
                 p50_ms: 0.8,
@@ -357,7 +467,7 @@ mod tests {
                 errors: 3,
             }
         );
-        assert!(WrkReport::parse("garbage").is_none());
+        assert!(LoadReport::parse_wrk("garbage").is_none());
         assert_eq!(millis("2.00s"), Some(2000.0));
         assert_eq!(millis("12"), None);
     }
