@@ -84,6 +84,8 @@ mod balance;
 #[path = "scope/counter.rs"]
 mod counter;
 #[cfg(not(loom))]
+pub mod io;
+#[cfg(not(loom))]
 mod job;
 #[cfg(not(loom))]
 mod join;

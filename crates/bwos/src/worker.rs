@@ -284,11 +284,15 @@ impl WorkerThread {
     fn take_local_task(&self) -> Option<Notified> {
         let ticks = self.task_ticks.get().wrapping_add(1);
         self.task_ticks.set(ticks);
-        if ticks % INJECTOR_INTERVAL == 0
-            && self.registry.tasks.has_injected()
-            && let Some(task) = self.take_injected_tasks()
-        {
-            return Some(task);
+        if ticks % INJECTOR_INTERVAL == 0 {
+            // I/O is served while every worker is busy (tasks it wakes
+            // queue behind the ones already here).
+            self.registry.poll_io_now();
+            if self.registry.tasks.has_injected()
+                && let Some(task) = self.take_injected_tasks()
+            {
+                return Some(task);
+            }
         }
         self.tasks.pop()
     }
@@ -317,7 +321,8 @@ impl WorkerThread {
     }
 
     /// Local work (jobs first: they are the fork/join path the current
-    /// frames wait for), else stolen work, else injected work.
+    /// frames wait for), else stolen work, else injected work, else tasks
+    /// that ready sockets wake.
     fn find_work(&self, idle: &mut Idle) -> Option<JobRef> {
         if let Some(job) = self.take_local() {
             return Some(job);
@@ -338,6 +343,16 @@ impl WorkerThread {
         self.registry
             .take_injected()
             .or_else(|| Some(self.take_injected_tasks()?.into_job_ref()))
+            .or_else(|| {
+                // Nothing anywhere: ready sockets may have tasks to wake
+                // (the driver is polled without blocking; only a sleeping
+                // worker blocks in it).
+                if self.registry.poll_io_now() {
+                    self.tasks.pop().map(Notified::into_job_ref)
+                } else {
+                    None
+                }
+            })
     }
 
     /// Runs work until `latch` is set. The worker does not block while it

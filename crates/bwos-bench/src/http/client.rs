@@ -135,7 +135,7 @@ mod tests {
             let address = listener.local_addr().unwrap();
             let runtime = Bwos::start(2);
             let server = std::thread::spawn(move || {
-                let _ = crate::http::server::serve_async_io(runtime, listener);
+                let _ = crate::http::server::serve_bwos(runtime, listener);
             });
             let report = load(address, 8, Duration::from_millis(300)).unwrap();
             assert!(report.requests > 0, "{report:?}");

@@ -435,7 +435,7 @@ pub fn serve(args: &ServerArgs) -> std::io::Result<()> {
     listener.set_nonblocking(true)?;
     println!("PORT {}", listener.local_addr()?.port());
     match args.runtime.as_str() {
-        "bwos" => server::serve_async_io(Bwos::start(args.threads), listener),
+        "bwos" => server::serve_bwos(Bwos::start(args.threads), listener),
         "smol" => server::serve_async_io(Smol::start(args.threads), listener),
         "tokio" => server::serve_tokio(Tokio::start(args.threads), listener),
         other => Err(std::io::Error::other(format!(

@@ -1,6 +1,7 @@
-//! The HTTP service, written once, and its accept loops: `async-io`
-//! sockets for bwos and smol (their I/O comes from `async-io`'s reactor
-//! thread), tokio's own sockets for tokio (driven by its workers).
+//! The HTTP service, written once, and its accept loops: each runtime
+//! with the sockets its users would take: `bwos::io` for bwos (driven by
+//! the pool's workers), `async-io` for smol (driven by `async-io`'s
+//! reactor thread), tokio's own for tokio (driven by its workers).
 
 use std::convert::Infallible;
 use std::net::TcpListener;
@@ -12,7 +13,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response};
 
-use crate::asyncrt::runtime::{AsyncRuntime, Tokio};
+use crate::asyncrt::runtime::{AsyncRuntime, Bwos, Tokio};
 
 /// Hello world; `POST /echo` returns the request body.
 pub async fn handle(request: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
@@ -37,6 +38,22 @@ pub fn serve_async_io<R: AsyncRuntime>(rt: R, listener: TcpListener) -> std::io:
         loop {
             let (stream, _) = listener.accept().await?;
             spawner.spawn_detached(async move {
+                let _ = http1::Builder::new()
+                    .serve_connection(smol_hyper::rt::FuturesIo::new(stream), service_fn(handle))
+                    .await;
+            });
+        }
+    })
+}
+
+/// Serves `listener` on bwos with `bwos::io` sockets, each connection a
+/// task, until the process is killed.
+pub fn serve_bwos(rt: Bwos, listener: TcpListener) -> std::io::Result<()> {
+    rt.block_on(async move {
+        let listener = bwos::io::TcpListener::from_std(listener)?;
+        loop {
+            let (stream, _) = listener.accept().await?;
+            bwos::task::spawn(async move {
                 let _ = http1::Builder::new()
                     .serve_connection(smol_hyper::rt::FuturesIo::new(stream), service_fn(handle))
                     .await;

@@ -311,11 +311,12 @@ impl Idle {
 
     fn sleep(&mut self, worker: &WorkerThread, latch: &CoreLatch) {
         let registry = worker.registry();
-        let outcome = registry.sleep.sleep(
+        let outcome = registry.sleep.sleep_parking_with(
             worker.index(),
             latch,
             || registry.has_visible_work(),
             || worker.counters().sleep(),
+            |still_asleep| registry.park_worker(worker.index(), still_asleep),
         );
         if outcome == SleepOutcome::Woken {
             worker.counters().wakeup();

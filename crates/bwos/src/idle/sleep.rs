@@ -32,7 +32,9 @@ pub(crate) enum SleepOutcome {
     /// searching.
     Woken,
 }
-use crate::sync::{AtomicU8, AtomicU64, AtomicUsize, Ordering, fence, park};
+#[cfg(loom)]
+use crate::sync::park;
+use crate::sync::{AtomicU8, AtomicU64, AtomicUsize, Ordering, fence};
 
 /// One searching worker in the counts word.
 const SEARCHER: u64 = 1;
@@ -126,12 +128,33 @@ impl Sleep {
     /// `latch` is set, or it finds `has_work()` true in its final look. On
     /// return the worker counts as searching again. `on_park` runs once,
     /// just before the worker parks for the first time.
+    #[cfg(loom)]
     pub(crate) fn sleep(
         &self,
         index: usize,
         latch: &CoreLatch,
         has_work: impl Fn() -> bool,
         on_park: impl FnOnce(),
+    ) -> SleepOutcome {
+        self.sleep_parking_with(index, latch, has_work, on_park, |_| {
+            park();
+            false
+        })
+    }
+
+    /// [`sleep`](Self::sleep), parking with `park_here` instead of the
+    /// thread's park token. `park_here(still_asleep)` blocks until the
+    /// thread is unparked (it may return early, as `park` may); it may
+    /// look at `still_asleep()` after announcing where it blocks, and
+    /// returns `true` if it made work for this worker meanwhile (the I/O
+    /// driver woke tasks into its queue), which ends the sleep.
+    pub(crate) fn sleep_parking_with(
+        &self,
+        index: usize,
+        latch: &CoreLatch,
+        has_work: impl Fn() -> bool,
+        on_park: impl FnOnce(),
+        mut park_here: impl FnMut(&dyn Fn() -> bool) -> bool,
     ) -> SleepOutcome {
         if !latch.get_sleepy() {
             return SleepOutcome::DidNotPark;
@@ -149,12 +172,16 @@ impl Sleep {
             // announcements stand until a waker or the latch's setter
             // replaces them.
             // Acquire: pairs with the waker's AcqRel CAS.
-            while self.states[index].load(Ordering::Acquire) == ASLEEP && latch.is_sleeping() {
+            let still_asleep =
+                || self.states[index].load(Ordering::Acquire) == ASLEEP && latch.is_sleeping();
+            while still_asleep() {
                 parked = true;
                 if let Some(on_park) = on_park.take() {
                     on_park();
                 }
-                park();
+                if park_here(&still_asleep) {
+                    break;
+                }
             }
         }
         let woken_by_other = !self.wake_self(index);

@@ -43,6 +43,9 @@ pub(crate) struct Registry {
     pub(crate) tasks: PoolTasks,
     /// Workers that have not stopped yet; the last to stop closes `tasks`.
     running_workers: AtomicUsize,
+    /// The I/O driver, created by the first socket of the pool.
+    #[cfg(not(loom))]
+    pub(crate) io: crate::io::DriverSlot,
 }
 
 impl Registry {
@@ -74,6 +77,8 @@ impl Registry {
             handles: Mutex::new(Vec::new()),
             tasks: PoolTasks::new(task_stealers),
             running_workers: AtomicUsize::new(n),
+            #[cfg(not(loom))]
+            io: crate::io::DriverSlot::default(),
         }
     }
 
@@ -126,6 +131,46 @@ impl Registry {
         if let Some(thread) = self.threads[index].get() {
             thread.unpark();
         }
+        #[cfg(not(loom))]
+        if let Some(driver) = self.io.get() {
+            driver.unpark(index);
+        }
+    }
+
+    /// Parks sleeping worker `index`: in the I/O driver if the pool has
+    /// one and nobody else blocks in it, else on the thread's park token.
+    /// Returns whether the driver woke tasks (see
+    /// `Sleep::sleep_parking_with`).
+    pub(crate) fn park_worker(&self, index: usize, still_asleep: &dyn Fn() -> bool) -> bool {
+        #[cfg(not(loom))]
+        if let Some(driver) = self.io.get()
+            && let Some(woke_tasks) = driver.park(index, still_asleep)
+        {
+            return woke_tasks;
+        }
+        let _ = (index, still_asleep);
+        crate::sync::park();
+        false
+    }
+
+    /// The pool's I/O driver, created by the first socket. A new driver
+    /// wakes a sleeping worker, which then parks in it: until then its
+    /// workers sleep on their futexes, deaf to I/O.
+    #[cfg(not(loom))]
+    pub(crate) fn io_driver(&self) -> std::io::Result<Arc<crate::io::driver::Driver>> {
+        self.io.get_or_create(|| {
+            self.sleep.wake_one(|index| self.unpark(index));
+        })
+    }
+
+    /// Polls the I/O driver without blocking, if the pool has one and
+    /// nobody else polls it; returns whether any task was woken.
+    pub(crate) fn poll_io_now(&self) -> bool {
+        #[cfg(not(loom))]
+        if let Some(driver) = self.io.get() {
+            return driver.poll_now();
+        }
+        false
     }
 
     /// Wakes a sleeping worker if nobody searches: called after work
@@ -209,6 +254,10 @@ impl Registry {
         // stopped (their queues are empty).
         if self.running_workers.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.tasks.close();
+            #[cfg(not(loom))]
+            if let Some(driver) = self.io.get() {
+                driver.shut_down();
+            }
         }
     }
 

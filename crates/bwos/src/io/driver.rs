@@ -1,0 +1,285 @@
+//! The I/O driver of one pool: a `mio::Poll` that the pool's own workers
+//! poll, the way tokio drives I/O, instead of a reactor thread.
+//!
+//! # Who polls
+//! - A worker about to park takes the driver if nobody holds it and
+//!   blocks in `epoll_wait` instead of on its futex; events wake the
+//!   waiting tasks *on that worker*, so they land in its own queue
+//!   (no cross-thread hand-off, no extra thread).
+//! - A worker that searches for work, and a busy worker every
+//!   [`INJECTOR_INTERVAL`](crate::task::executor::INJECTOR_INTERVAL)
+//!   tasks, polls without blocking if the driver is free, so I/O is
+//!   served while every worker is busy.
+//!
+//! When one worker drives while blocked, the others park on their
+//! futexes. As in tokio, a worker that leaves the driver to run the
+//! tasks it woke does not hand the driver to a parked one; I/O is then
+//! polled by that worker between tasks (above) and again by whoever
+//! parks next.
+//!
+//! # Waking the driving worker
+//! The pool wakes worker `i` through `Registry::unpark(i)`, which also
+//! calls [`Driver::unpark`]: if worker `i` blocks in the driver, that
+//! writes the `mio::Waker` (an eventfd), else it costs one load. The
+//! worker publishes itself as the driver, fences, and then looks at its
+//! sleep state once more; the waker changes the state, fences, and then
+//! reads who drives. One of the two sees the other (the Dekker pair of
+//! `idle/sleep.rs`), so a wake-up never waits behind `epoll_wait`.
+//!
+//! # Registrations
+//! Each socket's [`Readiness`] sits in a slab under a mutex; the slab key
+//! is the mio token. A key is reused after its socket is dropped, so an
+//! old event may reach a new socket: that is a spurious readiness, which
+//! costs the new socket one `WouldBlock` and is otherwise harmless.
+
+use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering, fence};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
+use std::time::Duration;
+
+use mio::event::Source;
+use mio::{Events, Interest, Poll, Token};
+use slab::Slab;
+
+use super::readiness::{READ_CLOSED, READABLE, Readiness, SHUT_DOWN, WRITABLE, WRITE_CLOSED};
+
+/// The token of the driver's own waker.
+const WAKER_TOKEN: Token = Token(usize::MAX);
+/// No worker blocks in the driver.
+const NOBODY: usize = usize::MAX;
+/// Events taken per poll.
+const EVENTS_PER_POLL: usize = 1024;
+
+/// What the driving worker holds.
+struct Polling {
+    poll: Poll,
+    events: Events,
+    /// The readiness to set after a poll, collected under the slab's lock
+    /// and set outside it (setting wakes tasks).
+    ready: Vec<(Arc<Readiness>, usize)>,
+}
+
+/// A pool's I/O driver.
+pub(crate) struct Driver {
+    /// The poll and its buffers; whoever holds the lock drives.
+    poll: Mutex<Polling>,
+    /// Registers sockets without the poll's lock.
+    registry: mio::Registry,
+    waker: mio::Waker,
+    /// The index of the worker blocked in the driver, or `NOBODY`.
+    blocked_worker: AtomicUsize,
+    registrations: Mutex<Registrations>,
+}
+
+struct Registrations {
+    sockets: Slab<Arc<Readiness>>,
+    /// The pool has shut down: no new registrations, and every existing
+    /// one has been told.
+    shut_down: bool,
+}
+
+impl Driver {
+    pub(crate) fn new() -> io::Result<Driver> {
+        let poll = Poll::new()?;
+        let registry = poll.registry().try_clone()?;
+        let waker = mio::Waker::new(&registry, WAKER_TOKEN)?;
+        Ok(Driver {
+            poll: Mutex::new(Polling {
+                poll,
+                events: Events::with_capacity(EVENTS_PER_POLL),
+                ready: Vec::new(),
+            }),
+            registry,
+            waker,
+            blocked_worker: AtomicUsize::new(NOBODY),
+            registrations: Mutex::new(Registrations {
+                sockets: Slab::new(),
+                shut_down: false,
+            }),
+        })
+    }
+
+    /// Registers `source` for both directions, edge-triggered; its events
+    /// go to the returned readiness.
+    pub(crate) fn register(&self, source: &mut impl Source) -> io::Result<(usize, Arc<Readiness>)> {
+        let mut registrations = lock(&self.registrations);
+        if registrations.shut_down {
+            return Err(shut_down_error());
+        }
+        let entry = registrations.sockets.vacant_entry();
+        let key = entry.key();
+        let readiness = Arc::new(Readiness::default());
+        self.registry
+            .register(source, Token(key), Interest::READABLE | Interest::WRITABLE)?;
+        entry.insert(Arc::clone(&readiness));
+        Ok((key, readiness))
+    }
+
+    /// Undoes [`register`](Self::register).
+    pub(crate) fn deregister(&self, key: usize, source: &mut impl Source) {
+        // An error here means the socket is already gone from the poll
+        // (closed elsewhere); the slot is freed either way.
+        let _ = self.registry.deregister(source);
+        let mut registrations = lock(&self.registrations);
+        if registrations.sockets.contains(key) {
+            registrations.sockets.remove(key);
+        }
+    }
+
+    /// The pool's last worker stopped: every socket's waiting and future
+    /// operations fail with [`shut_down_error`] instead of waiting for a
+    /// poll that will not come.
+    pub(crate) fn shut_down(&self) {
+        let sockets: Vec<Arc<Readiness>> = {
+            let mut registrations = lock(&self.registrations);
+            registrations.shut_down = true;
+            registrations
+                .sockets
+                .iter()
+                .map(|(_, r)| Arc::clone(r))
+                .collect()
+        };
+        for readiness in sockets {
+            readiness.set(SHUT_DOWN);
+        }
+    }
+
+    /// Polls for events without blocking if nobody else drives; returns
+    /// whether any task was woken.
+    pub(crate) fn poll_now(&self) -> bool {
+        match self.poll.try_lock() {
+            Ok(mut polling) => self.turn(&mut polling, Some(Duration::ZERO)),
+            Err(TryLockError::Poisoned(poison)) => {
+                self.turn(&mut poison.into_inner(), Some(Duration::ZERO))
+            }
+            Err(TryLockError::WouldBlock) => false,
+        }
+    }
+
+    /// Worker `index` parks here if nobody drives: blocks in the poll
+    /// until an event or [`unpark`](Self::unpark), unless `still_asleep`
+    /// says after the announcement that it was woken already. Returns
+    /// `None` if somebody else drives (park elsewhere), else whether any
+    /// task was woken.
+    pub(crate) fn park(&self, index: usize, still_asleep: impl Fn() -> bool) -> Option<bool> {
+        let mut polling = match self.poll.try_lock() {
+            Ok(polling) => polling,
+            Err(TryLockError::Poisoned(poison)) => poison.into_inner(),
+            Err(TryLockError::WouldBlock) => return None,
+        };
+        // SeqCst store and fence: the driver's half of the Dekker pair
+        // with `unpark` (see the module documentation).
+        self.blocked_worker.store(index, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        let woke_tasks = if still_asleep() {
+            self.turn(&mut polling, None)
+        } else {
+            false
+        };
+        // Relaxed: only this worker wrote `index`; a waker that reads the
+        // old value after this point writes the eventfd once too often,
+        // which the next poll swallows.
+        self.blocked_worker.store(NOBODY, Ordering::Relaxed);
+        Some(woke_tasks)
+    }
+
+    /// Worker `index` was woken (its sleep state already changed): if it
+    /// blocks in the driver, interrupt the poll.
+    pub(crate) fn unpark(&self, index: usize) {
+        // The waker's half of the Dekker pair with `park`.
+        fence(Ordering::SeqCst);
+        if self.blocked_worker.load(Ordering::SeqCst) == index {
+            // A failed eventfd write leaves the worker blocked until the
+            // next event; nothing better can be done about it here, and
+            // the kernel does not fail it for a valid eventfd.
+            let _ = self.waker.wake();
+        }
+    }
+
+    /// One poll and its dispatch; returns whether a task was woken.
+    fn turn(&self, polling: &mut Polling, timeout: Option<Duration>) -> bool {
+        let Polling {
+            poll,
+            events,
+            ready,
+        } = polling;
+        // An error is EINTR (a signal: the caller looks again) or one that
+        // a valid epoll descriptor does not produce.
+        if poll.poll(events, timeout).is_err() {
+            return false;
+        }
+        {
+            let registrations = lock(&self.registrations);
+            for event in events.iter() {
+                let Some(readiness) = registrations.sockets.get(event.token().0) else {
+                    // The waker's token, or a socket dropped since.
+                    continue;
+                };
+                let mut bits = 0;
+                if event.is_readable() {
+                    bits |= READABLE;
+                }
+                if event.is_writable() {
+                    bits |= WRITABLE;
+                }
+                if event.is_read_closed() {
+                    bits |= READ_CLOSED;
+                }
+                if event.is_write_closed() {
+                    bits |= WRITE_CLOSED;
+                }
+                if event.is_error() {
+                    // The error surfaces in the next operation either way.
+                    bits |= READABLE | WRITABLE;
+                }
+                ready.push((Arc::clone(readiness), bits));
+            }
+        }
+        let woke = !ready.is_empty();
+        for (readiness, bits) in ready.drain(..) {
+            readiness.set(bits);
+        }
+        woke
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // The slab and the poll stay consistent across a panic (no user code
+    // runs under these locks).
+    mutex.lock().unwrap_or_else(|poison| poison.into_inner())
+}
+
+/// What socket operations return once their pool has shut down.
+pub(crate) fn shut_down_error() -> io::Error {
+    io::Error::other("the bwos pool that drives this socket has shut down")
+}
+
+/// A pool's driver, created on first use.
+#[derive(Default)]
+pub(crate) struct DriverSlot {
+    driver: OnceLock<Arc<Driver>>,
+    /// Serializes creation (`OnceLock::get_or_try_init` is unstable).
+    creating: Mutex<()>,
+}
+
+impl DriverSlot {
+    /// The driver, if a socket created it.
+    pub(crate) fn get(&self) -> Option<&Arc<Driver>> {
+        self.driver.get()
+    }
+
+    /// The driver, created if needed; `created` runs after creating it.
+    pub(crate) fn get_or_create(&self, created: impl FnOnce()) -> io::Result<Arc<Driver>> {
+        if let Some(driver) = self.driver.get() {
+            return Ok(Arc::clone(driver));
+        }
+        let _creating = lock(&self.creating);
+        if let Some(driver) = self.driver.get() {
+            return Ok(Arc::clone(driver));
+        }
+        let driver = Arc::new(Driver::new()?);
+        let _ = self.driver.set(Arc::clone(&driver));
+        created();
+        Ok(driver)
+    }
+}
