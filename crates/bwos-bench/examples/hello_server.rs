@@ -1,6 +1,7 @@
 //! An HTTP server on bwos: hyper 1.x serving "Hello, world!" (and echoing
 //! the body of a POST to /echo), each connection an async task on the
-//! global pool, sockets from `async-io`'s reactor.
+//! global pool, sockets from `bwos::io` (their readiness is polled by the
+//! pool's own workers; an idle server sleeps in `epoll_wait`).
 //!
 //! ```text
 //! cargo run --release --example hello_server [ADDRESS]   # default 127.0.0.1:3000
@@ -12,9 +13,9 @@
 //! the pool that serves fork/join work.
 
 use std::convert::Infallible;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 
-use async_io::Async;
+use bwos::io::TcpListener;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
@@ -50,10 +51,10 @@ fn main() -> std::io::Result<()> {
             format!("{address:?} is not a socket address such as 127.0.0.1:3000: {error}"),
         )
     })?;
-    let listener = Async::<TcpListener>::bind(address)?;
+    let listener = TcpListener::bind(address)?;
     println!(
         "serving http://{} on {} bwos workers",
-        listener.get_ref().local_addr()?,
+        listener.local_addr()?,
         bwos::current_num_threads()
     );
     bwos::block_on(async move {

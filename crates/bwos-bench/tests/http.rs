@@ -1,12 +1,13 @@
 //! A hyper server on bwos answering real requests from a real client (a
-//! hyper client, also on bwos), over loopback sockets from `async-io`.
+//! hyper client, also on bwos), over loopback sockets from `bwos::io`
+//! (driven by the pool's workers).
 
 #![cfg(not(loom))]
 
 use std::convert::Infallible;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::SocketAddr;
 
-use async_io::Async;
+use bwos::io::{TcpListener, TcpStream};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
@@ -29,7 +30,7 @@ async fn handle(request: Request<Incoming>) -> Result<Response<Full<Bytes>>, Inf
 }
 
 /// Serves connections from `listener` forever, each in a task.
-async fn serve(listener: Async<TcpListener>) {
+async fn serve(listener: TcpListener) {
     loop {
         let (stream, _) = listener.accept().await.expect("accept");
         bwos::task::spawn(async move {
@@ -43,7 +44,7 @@ async fn serve(listener: Async<TcpListener>) {
 
 /// Sends `requests` over one connection; returns the response bodies.
 async fn client(address: SocketAddr, requests: Vec<Request<Full<Bytes>>>) -> Vec<String> {
-    let stream = Async::<TcpStream>::connect(address).await.expect("connect");
+    let stream = TcpStream::connect(address).await.expect("connect");
     let (mut sender, connection) = hyper::client::conn::http1::handshake(FuturesIo::new(stream))
         .await
         .expect("handshake");
@@ -84,8 +85,10 @@ fn a_hyper_server_on_bwos_answers_real_requests() {
             .num_threads(2)
             .build()
             .unwrap();
-        let listener = Async::<TcpListener>::bind(([127, 0, 0, 1], 0)).unwrap();
-        let address = listener.get_ref().local_addr().unwrap();
+        let listener = pool
+            .install(|| TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))))
+            .unwrap();
+        let address = listener.local_addr().unwrap();
         let server = pool.spawn_task(serve(listener));
         let clients: Vec<_> = (0..8)
             .map(|i| {

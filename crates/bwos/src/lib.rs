@@ -83,6 +83,9 @@ mod balance;
 #[cfg(loom)]
 #[path = "scope/counter.rs"]
 mod counter;
+#[cfg(loom)]
+#[path = "idle/driver_seat.rs"]
+mod driver_seat;
 #[cfg(not(loom))]
 pub mod io;
 #[cfg(not(loom))]

@@ -48,6 +48,7 @@
 //! check both halves.
 
 pub(crate) mod balance;
+pub(crate) mod driver_seat;
 pub(crate) mod sleep;
 
 use crate::latch::CoreLatch;

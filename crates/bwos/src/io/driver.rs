@@ -20,11 +20,10 @@
 //! # Waking the driving worker
 //! The pool wakes worker `i` through `Registry::unpark(i)`, which also
 //! calls [`Driver::unpark`]: if worker `i` blocks in the driver, that
-//! writes the `mio::Waker` (an eventfd), else it costs one load. The
-//! worker publishes itself as the driver, fences, and then looks at its
-//! sleep state once more; the waker changes the state, fences, and then
-//! reads who drives. One of the two sees the other (the Dekker pair of
-//! `idle/sleep.rs`), so a wake-up never waits behind `epoll_wait`.
+//! writes the `mio::Waker` (an eventfd), else it costs a fence and a
+//! load. The protocol, a Dekker pair between the worker's seat and the
+//! waker's change of its sleep state, is `idle/driver_seat.rs`, checked
+//! by a loom model.
 //!
 //! # Registrations
 //! Each socket's [`Readiness`] sits in a slab under a mutex; the slab key
@@ -33,7 +32,6 @@
 //! costs the new socket one `WouldBlock` and is otherwise harmless.
 
 use std::io;
-use std::sync::atomic::{AtomicUsize, Ordering, fence};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
 use std::time::Duration;
 
@@ -41,12 +39,12 @@ use mio::event::Source;
 use mio::{Events, Interest, Poll, Token};
 use slab::Slab;
 
+use crate::idle::driver_seat::DriverSeat;
+
 use super::readiness::{READ_CLOSED, READABLE, Readiness, SHUT_DOWN, WRITABLE, WRITE_CLOSED};
 
 /// The token of the driver's own waker.
 const WAKER_TOKEN: Token = Token(usize::MAX);
-/// No worker blocks in the driver.
-const NOBODY: usize = usize::MAX;
 /// Events taken per poll.
 const EVENTS_PER_POLL: usize = 1024;
 
@@ -66,8 +64,8 @@ pub(crate) struct Driver {
     /// Registers sockets without the poll's lock.
     registry: mio::Registry,
     waker: mio::Waker,
-    /// The index of the worker blocked in the driver, or `NOBODY`.
-    blocked_worker: AtomicUsize,
+    /// The worker blocked in the poll, for wakers.
+    seat: DriverSeat,
     registrations: Mutex<Registrations>,
 }
 
@@ -91,7 +89,7 @@ impl Driver {
             }),
             registry,
             waker,
-            blocked_worker: AtomicUsize::new(NOBODY),
+            seat: DriverSeat::default(),
             registrations: Mutex::new(Registrations {
                 sockets: Slab::new(),
                 shut_down: false,
@@ -161,39 +159,27 @@ impl Driver {
     /// says after the announcement that it was woken already. Returns
     /// `None` if somebody else drives (park elsewhere), else whether any
     /// task was woken.
-    pub(crate) fn park(&self, index: usize, still_asleep: impl Fn() -> bool) -> Option<bool> {
+    pub(crate) fn park(&self, index: usize, still_asleep: &dyn Fn() -> bool) -> Option<bool> {
         let mut polling = match self.poll.try_lock() {
             Ok(polling) => polling,
             Err(TryLockError::Poisoned(poison)) => poison.into_inner(),
             Err(TryLockError::WouldBlock) => return None,
         };
-        // SeqCst store and fence: the driver's half of the Dekker pair
-        // with `unpark` (see the module documentation).
-        self.blocked_worker.store(index, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
-        let woke_tasks = if still_asleep() {
-            self.turn(&mut polling, None)
-        } else {
-            false
-        };
-        // Relaxed: only this worker wrote `index`; a waker that reads the
-        // old value after this point writes the eventfd once too often,
-        // which the next poll swallows.
-        self.blocked_worker.store(NOBODY, Ordering::Relaxed);
-        Some(woke_tasks)
+        let woke_tasks = self
+            .seat
+            .block_in_driver(index, still_asleep, || self.turn(&mut polling, None));
+        Some(woke_tasks.unwrap_or(false))
     }
 
     /// Worker `index` was woken (its sleep state already changed): if it
     /// blocks in the driver, interrupt the poll.
     pub(crate) fn unpark(&self, index: usize) {
-        // The waker's half of the Dekker pair with `park`.
-        fence(Ordering::SeqCst);
-        if self.blocked_worker.load(Ordering::SeqCst) == index {
-            // A failed eventfd write leaves the worker blocked until the
-            // next event; nothing better can be done about it here, and
-            // the kernel does not fail it for a valid eventfd.
+        self.seat.wake(index, || {
+            // A failed eventfd write would leave the worker blocked until
+            // the next event; the kernel does not fail it for a valid
+            // eventfd, and nothing better could be done here.
             let _ = self.waker.wake();
-        }
+        });
     }
 
     /// One poll and its dispatch; returns whether a task was woken.

@@ -44,7 +44,6 @@ pub(crate) struct Registry {
     /// Workers that have not stopped yet; the last to stop closes `tasks`.
     running_workers: AtomicUsize,
     /// The I/O driver, created by the first socket of the pool.
-    #[cfg(not(loom))]
     pub(crate) io: crate::io::DriverSlot,
 }
 
@@ -77,7 +76,6 @@ impl Registry {
             handles: Mutex::new(Vec::new()),
             tasks: PoolTasks::new(task_stealers),
             running_workers: AtomicUsize::new(n),
-            #[cfg(not(loom))]
             io: crate::io::DriverSlot::default(),
         }
     }
@@ -131,7 +129,6 @@ impl Registry {
         if let Some(thread) = self.threads[index].get() {
             thread.unpark();
         }
-        #[cfg(not(loom))]
         if let Some(driver) = self.io.get() {
             driver.unpark(index);
         }
@@ -142,13 +139,11 @@ impl Registry {
     /// Returns whether the driver woke tasks (see
     /// `Sleep::sleep_parking_with`).
     pub(crate) fn park_worker(&self, index: usize, still_asleep: &dyn Fn() -> bool) -> bool {
-        #[cfg(not(loom))]
         if let Some(driver) = self.io.get()
             && let Some(woke_tasks) = driver.park(index, still_asleep)
         {
             return woke_tasks;
         }
-        let _ = (index, still_asleep);
         crate::sync::park();
         false
     }
@@ -156,7 +151,6 @@ impl Registry {
     /// The pool's I/O driver, created by the first socket. A new driver
     /// wakes a sleeping worker, which then parks in it: until then its
     /// workers sleep on their futexes, deaf to I/O.
-    #[cfg(not(loom))]
     pub(crate) fn io_driver(&self) -> std::io::Result<Arc<crate::io::driver::Driver>> {
         self.io.get_or_create(|| {
             self.sleep.wake_one(|index| self.unpark(index));
@@ -166,7 +160,6 @@ impl Registry {
     /// Polls the I/O driver without blocking, if the pool has one and
     /// nobody else polls it; returns whether any task was woken.
     pub(crate) fn poll_io_now(&self) -> bool {
-        #[cfg(not(loom))]
         if let Some(driver) = self.io.get() {
             return driver.poll_now();
         }
@@ -254,7 +247,6 @@ impl Registry {
         // stopped (their queues are empty).
         if self.running_workers.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.tasks.close();
-            #[cfg(not(loom))]
             if let Some(driver) = self.io.get() {
                 driver.shut_down();
             }
