@@ -25,10 +25,13 @@
 //! from the injector every 61 tasks, so neither a task that is always
 //! ready nor a busy worker starves tasks woken from outside.
 //!
-//! I/O and timers come from any executor-independent reactor, for example
-//! [`async-io`](https://docs.rs/async-io) (its `Async` sockets and `Timer`
-//! work on bwos unchanged); the `hello_server` example serves HTTP with
-//! hyper on it.
+//! Sockets come from [`crate::io`], whose readiness the pool's own
+//! workers poll (no reactor thread; wake-ups land in the polling worker's
+//! queue). Timers and other I/O come from any executor-independent
+//! reactor, for example [`async-io`](https://docs.rs/async-io) (its
+//! `Timer` and `Async` sockets work on bwos unchanged). The
+//! `hello_server` example of `bwos-bench` serves HTTP with hyper on
+//! `bwos::io`.
 //!
 //! # Panics and cancellation
 //! A panic in a task is caught: the task ends and its [`JoinHandle`]
