@@ -796,7 +796,7 @@ fn driver_seat_no_lost_wakeup() {
                         &never_set,
                         || work.load(Ordering::Relaxed) != 0,
                         || (),
-                        |still_asleep| {
+                        |still_asleep, _wake_early| {
                             seat.block_in_driver(0, still_asleep, || {
                                 let (written, signal) = &*eventfd;
                                 let mut written = written.lock().unwrap();

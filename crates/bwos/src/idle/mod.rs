@@ -317,7 +317,9 @@ impl Idle {
             latch,
             || registry.has_visible_work(),
             || worker.counters().sleep(),
-            |still_asleep| registry.park_worker(worker.index(), still_asleep),
+            |still_asleep, wake_early| {
+                registry.park_worker(worker.index(), still_asleep, wake_early)
+            },
         );
         if outcome == SleepOutcome::Woken {
             worker.counters().wakeup();

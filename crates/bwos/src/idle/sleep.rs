@@ -136,16 +136,18 @@ impl Sleep {
         has_work: impl Fn() -> bool,
         on_park: impl FnOnce(),
     ) -> SleepOutcome {
-        self.sleep_parking_with(index, latch, has_work, on_park, |_| {
+        self.sleep_parking_with(index, latch, has_work, on_park, |_, _| {
             park();
             false
         })
     }
 
     /// [`sleep`](Self::sleep), parking with `park_here` instead of the
-    /// thread's park token. `park_here(still_asleep)` blocks until the
-    /// thread is unparked (it may return early, as `park` may); it may
-    /// look at `still_asleep()` after announcing where it blocks, and
+    /// thread's park token. `park_here(still_asleep, wake_early)` blocks
+    /// until the thread is unparked (it may return early, as `park` may);
+    /// it may look at `still_asleep()` after announcing where it blocks,
+    /// may call `wake_early()` to count as searching again before it makes
+    /// work (so that producers' wake-ups go to other sleepers), and
     /// returns `true` if it made work for this worker meanwhile (the I/O
     /// driver woke tasks into its queue), which ends the sleep.
     pub(crate) fn sleep_parking_with(
@@ -154,7 +156,7 @@ impl Sleep {
         latch: &CoreLatch,
         has_work: impl Fn() -> bool,
         on_park: impl FnOnce(),
-        mut park_here: impl FnMut(&dyn Fn() -> bool) -> bool,
+        mut park_here: impl FnMut(&dyn Fn() -> bool, &dyn Fn()) -> bool,
     ) -> SleepOutcome {
         if !latch.get_sleepy() {
             return SleepOutcome::DidNotPark;
@@ -174,14 +176,25 @@ impl Sleep {
             // Acquire: pairs with the waker's AcqRel CAS.
             let still_asleep =
                 || self.states[index].load(Ordering::Acquire) == ASLEEP && latch.is_sleeping();
+            let woke_early = std::cell::Cell::new(false);
+            let wake_early = || {
+                if self.wake_self(index) {
+                    woke_early.set(true);
+                }
+            };
             while still_asleep() {
                 parked = true;
                 if let Some(on_park) = on_park.take() {
                     on_park();
                 }
-                if park_here(&still_asleep) {
+                if park_here(&still_asleep, &wake_early) {
                     break;
                 }
+            }
+            if woke_early.get() {
+                // Already back to searching, by its own hand.
+                latch.wake_up();
+                return SleepOutcome::Parked;
             }
         }
         let woken_by_other = !self.wake_self(index);

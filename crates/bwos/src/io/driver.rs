@@ -143,32 +143,42 @@ impl Driver {
     }
 
     /// Polls for events without blocking if nobody else drives; returns
-    /// whether any task was woken.
-    pub(crate) fn poll_now(&self) -> bool {
-        match self.poll.try_lock() {
-            Ok(mut polling) => self.turn(&mut polling, Some(Duration::ZERO)),
-            Err(TryLockError::Poisoned(poison)) => {
-                self.turn(&mut poison.into_inner(), Some(Duration::ZERO))
-            }
-            Err(TryLockError::WouldBlock) => false,
-        }
+    /// how many sockets' waiters were woken.
+    pub(crate) fn poll_now(&self) -> usize {
+        let mut polling = match self.poll.try_lock() {
+            Ok(polling) => polling,
+            Err(TryLockError::Poisoned(poison)) => poison.into_inner(),
+            Err(TryLockError::WouldBlock) => return 0,
+        };
+        self.poll(&mut polling, Some(Duration::ZERO));
+        self.dispatch(&mut polling)
     }
 
     /// Worker `index` parks here if nobody drives: blocks in the poll
     /// until an event or [`unpark`](Self::unpark), unless `still_asleep`
-    /// says after the announcement that it was woken already. Returns
-    /// `None` if somebody else drives (park elsewhere), else whether any
-    /// task was woken.
-    pub(crate) fn park(&self, index: usize, still_asleep: &dyn Fn() -> bool) -> Option<bool> {
+    /// says after the announcement that it was woken already. With events
+    /// in hand it calls `wake_early` (it counts as searching again, so
+    /// the wake-ups it is about to cause go to other sleepers), then
+    /// wakes the sockets' waiters. Returns `None` if somebody else drives
+    /// (park elsewhere), else how many sockets' waiters were woken.
+    pub(crate) fn park(
+        &self,
+        index: usize,
+        still_asleep: &dyn Fn() -> bool,
+        wake_early: &dyn Fn(),
+    ) -> Option<usize> {
         let mut polling = match self.poll.try_lock() {
             Ok(polling) => polling,
             Err(TryLockError::Poisoned(poison)) => poison.into_inner(),
             Err(TryLockError::WouldBlock) => return None,
         };
-        let woke_tasks = self
+        let polled = self
             .seat
-            .block_in_driver(index, still_asleep, || self.turn(&mut polling, None));
-        Some(woke_tasks.unwrap_or(false))
+            .block_in_driver(index, still_asleep, || self.poll(&mut polling, None));
+        if polled == Some(true) {
+            wake_early();
+        }
+        Some(self.dispatch(&mut polling))
     }
 
     /// Worker `index` was woken (its sleep state already changed): if it
@@ -182,8 +192,9 @@ impl Driver {
         });
     }
 
-    /// One poll and its dispatch; returns whether a task was woken.
-    fn turn(&self, polling: &mut Polling, timeout: Option<Duration>) -> bool {
+    /// One poll; collects the readiness of the sockets it reports.
+    /// Returns whether there is any.
+    fn poll(&self, polling: &mut Polling, timeout: Option<Duration>) -> bool {
         let Polling {
             poll,
             events,
@@ -194,38 +205,42 @@ impl Driver {
         if poll.poll(events, timeout).is_err() {
             return false;
         }
-        {
-            let registrations = lock(&self.registrations);
-            for event in events.iter() {
-                let Some(readiness) = registrations.sockets.get(event.token().0) else {
-                    // The waker's token, or a socket dropped since.
-                    continue;
-                };
-                let mut bits = 0;
-                if event.is_readable() {
-                    bits |= READABLE;
-                }
-                if event.is_writable() {
-                    bits |= WRITABLE;
-                }
-                if event.is_read_closed() {
-                    bits |= READ_CLOSED;
-                }
-                if event.is_write_closed() {
-                    bits |= WRITE_CLOSED;
-                }
-                if event.is_error() {
-                    // The error surfaces in the next operation either way.
-                    bits |= READABLE | WRITABLE;
-                }
-                ready.push((Arc::clone(readiness), bits));
+        let registrations = lock(&self.registrations);
+        for event in events.iter() {
+            let Some(readiness) = registrations.sockets.get(event.token().0) else {
+                // The waker's token, or a socket dropped since.
+                continue;
+            };
+            let mut bits = 0;
+            if event.is_readable() {
+                bits |= READABLE;
             }
+            if event.is_writable() {
+                bits |= WRITABLE;
+            }
+            if event.is_read_closed() {
+                bits |= READ_CLOSED;
+            }
+            if event.is_write_closed() {
+                bits |= WRITE_CLOSED;
+            }
+            if event.is_error() {
+                // The error surfaces in the next operation either way.
+                bits |= READABLE | WRITABLE;
+            }
+            ready.push((Arc::clone(readiness), bits));
         }
-        let woke = !ready.is_empty();
-        for (readiness, bits) in ready.drain(..) {
+        !ready.is_empty()
+    }
+
+    /// Records the collected readiness, waking the waiting tasks (outside
+    /// the slab's lock); returns how many sockets it was.
+    fn dispatch(&self, polling: &mut Polling) -> usize {
+        let count = polling.ready.len();
+        for (readiness, bits) in polling.ready.drain(..) {
             readiness.set(bits);
         }
-        woke
+        count
     }
 }
 

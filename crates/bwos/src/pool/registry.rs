@@ -137,12 +137,23 @@ impl Registry {
     /// Parks sleeping worker `index`: in the I/O driver if the pool has
     /// one and nobody else blocks in it, else on the thread's park token.
     /// Returns whether the driver woke tasks (see
-    /// `Sleep::sleep_parking_with`).
-    pub(crate) fn park_worker(&self, index: usize, still_asleep: &dyn Fn() -> bool) -> bool {
+    /// `Sleep::sleep_parking_with`); if it woke several, a sleeping worker
+    /// is woken to share them.
+    pub(crate) fn park_worker(
+        &self,
+        index: usize,
+        still_asleep: &dyn Fn() -> bool,
+        wake_early: &dyn Fn(),
+    ) -> bool {
         if let Some(driver) = self.io.get()
-            && let Some(woke_tasks) = driver.park(index, still_asleep)
+            && let Some(woken) = driver.park(index, still_asleep, wake_early)
         {
-            return woke_tasks;
+            if woken > 1 {
+                // More than this worker's next task: share with a sleeper
+                // (this worker searches again, so producers would not).
+                self.sleep.wake_one(|other| self.unpark(other));
+            }
+            return woken > 0;
         }
         crate::sync::park();
         false
@@ -160,10 +171,7 @@ impl Registry {
     /// Polls the I/O driver without blocking, if the pool has one and
     /// nobody else polls it; returns whether any task was woken.
     pub(crate) fn poll_io_now(&self) -> bool {
-        if let Some(driver) = self.io.get() {
-            return driver.poll_now();
-        }
-        false
+        self.io.get().is_some_and(|driver| driver.poll_now() > 0)
     }
 
     /// Wakes a sleeping worker if nobody searches: called after work
