@@ -145,10 +145,8 @@ impl Driver {
     /// Polls for events without blocking if nobody else drives; returns
     /// how many sockets' waiters were woken.
     pub(crate) fn poll_now(&self) -> usize {
-        let mut polling = match self.poll.try_lock() {
-            Ok(polling) => polling,
-            Err(TryLockError::Poisoned(poison)) => poison.into_inner(),
-            Err(TryLockError::WouldBlock) => return 0,
+        let Some(mut polling) = self.try_drive() else {
+            return 0;
         };
         self.poll(&mut polling, Some(Duration::ZERO));
         self.dispatch(&mut polling)
@@ -167,11 +165,7 @@ impl Driver {
         still_asleep: &dyn Fn() -> bool,
         wake_early: &dyn Fn(),
     ) -> Option<usize> {
-        let mut polling = match self.poll.try_lock() {
-            Ok(polling) => polling,
-            Err(TryLockError::Poisoned(poison)) => poison.into_inner(),
-            Err(TryLockError::WouldBlock) => return None,
-        };
+        let mut polling = self.try_drive()?;
         let polled = self
             .seat
             .block_in_driver(index, still_asleep, || self.poll(&mut polling, None));
@@ -179,6 +173,16 @@ impl Driver {
             wake_early();
         }
         Some(self.dispatch(&mut polling))
+    }
+
+    /// The poll, unless another thread drives.
+    fn try_drive(&self) -> Option<MutexGuard<'_, Polling>> {
+        match self.poll.try_lock() {
+            Ok(polling) => Some(polling),
+            // Nothing panics under this lock; the poll is intact.
+            Err(TryLockError::Poisoned(poison)) => Some(poison.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        }
     }
 
     /// Worker `index` was woken (its sleep state already changed): if it

@@ -318,13 +318,14 @@ impl futures_io::AsyncWrite for &TcpStream {
     }
 }
 
+// The owned stream delegates to the shared one.
 impl futures_io::AsyncRead for TcpStream {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut [u8],
     ) -> Poll<io::Result<usize>> {
-        self.poll_read_inner(cx, buf)
+        Pin::new(&mut &*self).poll_read(cx, buf)
     }
 }
 
@@ -334,7 +335,7 @@ impl futures_io::AsyncWrite for TcpStream {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        self.poll_write_inner(cx, buf)
+        Pin::new(&mut &*self).poll_write(cx, buf)
     }
 
     fn poll_write_vectored(
@@ -342,14 +343,14 @@ impl futures_io::AsyncWrite for TcpStream {
         cx: &mut Context<'_>,
         bufs: &[IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        self.poll_write_vectored_inner(cx, bufs)
+        Pin::new(&mut &*self).poll_write_vectored(cx, bufs)
     }
 
-    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut &*self).poll_flush(cx)
     }
 
-    fn poll_close(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(self.shutdown(Shutdown::Write))
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut &*self).poll_close(cx)
     }
 }
