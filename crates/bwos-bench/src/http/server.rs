@@ -29,6 +29,17 @@ pub async fn handle(request: Request<Incoming>) -> Result<Response<Full<Bytes>>,
     ))))
 }
 
+/// Serves one connection until the client closes it (errors end it
+/// quietly: a load generator stopping mid-request is not news).
+async fn serve_connection<IO>(io: IO)
+where
+    IO: hyper::rt::Read + hyper::rt::Write + Unpin,
+{
+    let _ = http1::Builder::new()
+        .serve_connection(io, service_fn(handle))
+        .await;
+}
+
 /// Serves `listener` on `rt` with `async-io` sockets, each connection a
 /// task, until the process is killed.
 pub fn serve_async_io<R: AsyncRuntime>(rt: R, listener: TcpListener) -> std::io::Result<()> {
@@ -38,9 +49,7 @@ pub fn serve_async_io<R: AsyncRuntime>(rt: R, listener: TcpListener) -> std::io:
         loop {
             let (stream, _) = listener.accept().await?;
             spawner.spawn_detached(async move {
-                let _ = http1::Builder::new()
-                    .serve_connection(smol_hyper::rt::FuturesIo::new(stream), service_fn(handle))
-                    .await;
+                serve_connection(smol_hyper::rt::FuturesIo::new(stream)).await;
             });
         }
     })
@@ -54,9 +63,7 @@ pub fn serve_bwos(rt: Bwos, listener: TcpListener) -> std::io::Result<()> {
         loop {
             let (stream, _) = listener.accept().await?;
             bwos::task::spawn(async move {
-                let _ = http1::Builder::new()
-                    .serve_connection(smol_hyper::rt::FuturesIo::new(stream), service_fn(handle))
-                    .await;
+                serve_connection(smol_hyper::rt::FuturesIo::new(stream)).await;
             });
         }
     })
@@ -69,9 +76,7 @@ pub fn serve_tokio(rt: Tokio, listener: TcpListener) -> std::io::Result<()> {
         loop {
             let (stream, _) = listener.accept().await?;
             tokio::spawn(async move {
-                let _ = http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service_fn(handle))
-                    .await;
+                serve_connection(hyper_util::rt::TokioIo::new(stream)).await;
             });
         }
     })
