@@ -321,8 +321,9 @@ impl WorkerThread {
     }
 
     /// Local work (jobs first: they are the fork/join path the current
-    /// frames wait for), else stolen work, else injected work, else tasks
-    /// that ready sockets wake.
+    /// frames wait for), else stolen work, else injected work. Ready
+    /// sockets are not polled here: a worker that finds nothing blocks in
+    /// the I/O driver when it sleeps (see `io/driver.rs`).
     fn find_work(&self, idle: &mut Idle) -> Option<JobRef> {
         if let Some(job) = self.take_local() {
             return Some(job);
@@ -343,16 +344,6 @@ impl WorkerThread {
         self.registry
             .take_injected()
             .or_else(|| Some(self.take_injected_tasks()?.into_job_ref()))
-            .or_else(|| {
-                // Nothing anywhere: ready sockets may have tasks to wake
-                // (the driver is polled without blocking; only a sleeping
-                // worker blocks in it).
-                if self.registry.poll_io_now() {
-                    self.tasks.pop().map(Notified::into_job_ref)
-                } else {
-                    None
-                }
-            })
     }
 
     /// Runs work until `latch` is set. The worker does not block while it
