@@ -5,7 +5,7 @@
 //! (hyper serves them through an adapter such as `smol-hyper`'s
 //! `FuturesIo`). Their readiness comes from a `mio` poll per pool
 //! (`epoll` on Linux), which idle workers block in instead of their
-//! futex, and which searching and busy workers poll between tasks; see
+//! futex, and which busy workers poll every 61 tasks; see
 //! `driver.rs` for the protocol. A socket's wake-ups therefore arrive on
 //! a worker of its pool and queue its task there, the way tokio's I/O
 //! driver works, and an idle pool with open sockets sleeps in
