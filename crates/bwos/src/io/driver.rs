@@ -149,14 +149,13 @@ impl Driver {
         }
     }
 
-    /// Polls for events without blocking if nobody else drives; returns
-    /// how many sockets' waiters were woken.
-    pub(crate) fn poll_now(&self) -> usize {
-        let Some(mut polling) = self.try_drive() else {
-            return 0;
-        };
-        self.poll(&mut polling, Some(Duration::ZERO));
-        self.dispatch(&mut polling)
+    /// Polls for events without blocking if nobody else drives, and wakes
+    /// the sockets' waiters.
+    pub(crate) fn poll_now(&self) {
+        if let Some(mut polling) = self.try_drive() {
+            self.poll(&mut polling, Some(Duration::ZERO));
+            self.dispatch(&mut polling);
+        }
     }
 
     /// Worker `index` parks here if nobody drives: blocks in the poll

@@ -169,9 +169,11 @@ impl Registry {
     }
 
     /// Polls the I/O driver without blocking, if the pool has one and
-    /// nobody else polls it; returns whether any task was woken.
-    pub(crate) fn poll_io_now(&self) -> bool {
-        self.io.get().is_some_and(|driver| driver.poll_now() > 0)
+    /// nobody else polls it; the tasks it wakes join this worker's queue.
+    pub(crate) fn poll_io_now(&self) {
+        if let Some(driver) = self.io.get() {
+            driver.poll_now();
+        }
     }
 
     /// Wakes a sleeping worker if nobody searches: called after work
