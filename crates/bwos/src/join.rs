@@ -75,7 +75,7 @@ where
 // with its closures in registers instead of a generic call that copies
 // them through memory.
 #[inline(always)]
-fn join_in_worker<A, B, RA, RB>(worker: &WorkerThread, a: A, b: B) -> (RA, RB)
+pub(crate) fn join_in_worker<A, B, RA, RB>(worker: &WorkerThread, a: A, b: B) -> (RA, RB)
 where
     A: FnOnce() -> RA + Send,
     B: FnOnce() -> RB + Send,

@@ -87,6 +87,8 @@ mod counter;
 #[path = "idle/driver_seat.rs"]
 mod driver_seat;
 #[cfg(not(loom))]
+pub mod fork;
+#[cfg(not(loom))]
 pub mod io;
 #[cfg(not(loom))]
 mod job;

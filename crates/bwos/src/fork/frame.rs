@@ -1,0 +1,386 @@
+//! Frames for forked futures: [`boxed`] and [`Boxed`], a `Pin<Box<dyn
+//! Future>>` whose memory comes from a per-thread cache of free frames
+//! instead of the global allocator.
+//!
+//! A recursive `async fn` must box its recursive calls (a future cannot
+//! contain itself), and `Box::pin` pays a `malloc` and a `free` per call.
+//! Every call of a recursion allocates frames of the same few sizes, and
+//! fork/join frees them as fast as it allocates them, so a free list per
+//! size class and thread serves nearly every allocation with two loads and
+//! a store.
+//!
+//! # Memory
+//! * Sizes are rounded up to a multiple of [`GRANULE`] bytes; futures up to
+//!   [`MAX_CACHED_SIZE`] bytes with an alignment of at most [`GRANULE`] use
+//!   the cache, bigger or more aligned ones go to the global allocator
+//!   directly (they behave exactly like `Box::pin`).
+//! * A live frame costs its rounded size, as `Box` would (plus malloc's
+//!   own header there).
+//! * A free frame stays in the cache of the thread that freed it (frames
+//!   migrate with stolen work; that is fine, every frame of a class has the
+//!   same layout). Each thread keeps at most [`MAX_CACHED_BYTES_PER_CLASS`]
+//!   bytes of free frames per size class and returns the rest to the
+//!   global allocator, so the cache holds at most 64 KiB times the number
+//!   of classes in use per thread (a recursion uses one or two). A thread's
+//!   cache is freed when the thread exits.
+
+use std::alloc::{self, Layout};
+use std::cell::Cell;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::ptr::{self, NonNull};
+use std::task::{Context, Poll};
+
+/// Frame sizes are multiples of this, and cached frames are aligned to it.
+pub const GRANULE: usize = 16;
+
+/// The largest future (in bytes) that the frame cache serves.
+pub const MAX_CACHED_SIZE: usize = 1024;
+
+/// Free frames a thread keeps per size class, in bytes.
+pub const MAX_CACHED_BYTES_PER_CLASS: usize = 64 * 1024;
+
+const CLASSES: usize = MAX_CACHED_SIZE / GRANULE;
+
+/// A free frame: its first word links the next one.
+struct FreeFrame {
+    next: *mut FreeFrame,
+}
+
+/// One size class of a thread's cache: an intrusive stack of free frames.
+struct FreeList {
+    head: Cell<*mut FreeFrame>,
+    len: Cell<usize>,
+}
+
+/// A thread's free frames, one list per size class.
+struct FrameCache {
+    lists: [FreeList; CLASSES],
+}
+
+impl FrameCache {
+    const fn new() -> Self {
+        FrameCache {
+            lists: [const {
+                FreeList {
+                    head: Cell::new(ptr::null_mut()),
+                    len: Cell::new(0),
+                }
+            }; CLASSES],
+        }
+    }
+}
+
+impl Drop for FrameCache {
+    fn drop(&mut self) {
+        for (class, list) in self.lists.iter().enumerate() {
+            let mut frame = list.head.replace(ptr::null_mut());
+            while !frame.is_null() {
+                // SAFETY: every frame on the list is a free block of this
+                // class's layout, owned by the list, whose link we read
+                // before freeing it.
+                unsafe {
+                    let next = (*frame).next;
+                    alloc::dealloc(frame.cast(), class_layout(class));
+                    frame = next;
+                }
+            }
+        }
+    }
+}
+
+thread_local! {
+    static CACHE: FrameCache = const { FrameCache::new() };
+}
+
+/// The layout of every frame of size class `class`.
+fn class_layout(class: usize) -> Layout {
+    // Never fails: the size is a nonzero multiple of the alignment, far
+    // below `isize::MAX`.
+    Layout::from_size_align((class + 1) * GRANULE, GRANULE).expect("a frame class layout")
+}
+
+/// The size class of `layout`, or `None` when the cache does not serve it.
+#[inline]
+const fn class_of(layout: Layout) -> Option<usize> {
+    if layout.size() == 0 || layout.size() > MAX_CACHED_SIZE || layout.align() > GRANULE {
+        None
+    } else {
+        Some((layout.size() - 1) / GRANULE)
+    }
+}
+
+/// A frame for `layout`: from the calling thread's cache when it has one.
+#[inline]
+fn allocate(layout: Layout) -> NonNull<u8> {
+    let Some(class) = class_of(layout) else {
+        return allocate_global(layout);
+    };
+    let cached = CACHE
+        .try_with(|cache| {
+            let list = &cache.lists[class];
+            let frame = list.head.get();
+            if frame.is_null() {
+                return None;
+            }
+            // SAFETY: a non-null head is a free frame owned by this list;
+            // its first word holds the link.
+            list.head.set(unsafe { (*frame).next });
+            list.len.set(list.len.get() - 1);
+            NonNull::new(frame.cast::<u8>())
+        })
+        .ok()
+        .flatten();
+    match cached {
+        Some(frame) => frame,
+        None => allocate_global(class_layout(class)),
+    }
+}
+
+/// Frees a frame that [`allocate`] returned for `layout`.
+///
+/// # Safety
+/// `frame` came from `allocate(layout)` and is not used afterwards.
+#[inline]
+unsafe fn free(frame: NonNull<u8>, layout: Layout) {
+    let Some(class) = class_of(layout) else {
+        // SAFETY: uncached frames come from the global allocator with
+        // exactly this layout (see `allocate`).
+        unsafe { alloc::dealloc(frame.as_ptr(), layout) };
+        return;
+    };
+    let kept = CACHE
+        .try_with(|cache| {
+            let list = &cache.lists[class];
+            if list.len.get() * (class + 1) * GRANULE >= MAX_CACHED_BYTES_PER_CLASS {
+                return false;
+            }
+            let frame = frame.as_ptr().cast::<FreeFrame>();
+            // SAFETY: the frame is ours now (the caller's contract); it is
+            // at least one granule big and granule-aligned, so it holds
+            // the link.
+            unsafe {
+                frame.write(FreeFrame {
+                    next: list.head.get(),
+                })
+            };
+            list.head.set(frame);
+            list.len.set(list.len.get() + 1);
+            true
+        })
+        // During thread exit the cache may be gone: free directly.
+        .unwrap_or(false);
+    if !kept {
+        // SAFETY: cached-class frames all have the class layout, whichever
+        // thread allocated them.
+        unsafe { alloc::dealloc(frame.as_ptr(), class_layout(class)) };
+    }
+}
+
+#[cold]
+fn allocate_global(layout: Layout) -> NonNull<u8> {
+    // SAFETY: `layout` has a nonzero size (zero-sized futures never reach
+    // here: `Boxed` stores them without a frame).
+    let frame = unsafe { alloc::alloc(layout) };
+    NonNull::new(frame).unwrap_or_else(|| alloc::handle_alloc_error(layout))
+}
+
+/// Monomorphized frame operations of a future type `F`.
+struct FrameOps<F>(PhantomData<F>);
+
+impl<F: Future> FrameOps<F> {
+    /// # Safety
+    /// `frame` holds a live `F` that never moves.
+    unsafe fn poll(frame: NonNull<u8>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        // SAFETY: the future stays at this address until it is dropped
+        // (the frame is freed only after `drop`), which is the pinning
+        // guarantee.
+        let future = unsafe { Pin::new_unchecked(&mut *frame.as_ptr().cast::<F>()) };
+        future.poll(cx)
+    }
+
+    /// # Safety
+    /// `frame` holds a live `F`, used by nobody afterwards.
+    unsafe fn drop(frame: NonNull<u8>) {
+        let layout = Layout::new::<F>();
+        // SAFETY: the caller hands the future over; we drop it in place
+        // and free its frame (zero-sized futures have no frame).
+        unsafe {
+            ptr::drop_in_place(frame.as_ptr().cast::<F>());
+            if layout.size() != 0 {
+                free(frame, layout);
+            }
+        }
+    }
+}
+
+/// A pinned, type-erased future in a frame of the worker's frame cache:
+/// what `Pin<Box<dyn Future<Output = T> + Send + 'a>>` is, without the
+/// global allocator on the common path. Made by [`boxed`].
+///
+/// Dropping it drops the future and returns its frame to the dropping
+/// thread's cache. It is `Unpin` (the future inside never moves), `Send`,
+/// and polling it after it returned `Ready` polls the future again, as with
+/// a `Box`.
+#[must_use = "futures do nothing unless polled"]
+pub struct Boxed<'a, T> {
+    frame: NonNull<u8>,
+    /// Polls the future in `frame` (monomorphized for its type).
+    poll: unsafe fn(NonNull<u8>, &mut Context<'_>) -> Poll<T>,
+    /// Drops the future in `frame` and frees the frame.
+    drop: unsafe fn(NonNull<u8>),
+    /// Owns a `dyn Future + Send + 'a`: carries its lifetime and keeps
+    /// `Boxed` from being `Sync`.
+    _future: PhantomData<Pin<Box<dyn Future<Output = T> + Send + 'a>>>,
+}
+
+// SAFETY: `boxed` accepts only `Send` futures, and `Boxed` gives access to
+// its future only through `&mut self` (poll) and drop.
+unsafe impl<T> Send for Boxed<'_, T> {}
+
+impl<T> Unpin for Boxed<'_, T> {}
+
+/// Moves `future` into a frame from the calling thread's frame cache: the
+/// way to box the recursive calls of fork/join code without paying the
+/// global allocator per call (see the [module docs](crate::fork) and
+/// "Memory" in [`Boxed`]'s module).
+///
+/// ```
+/// use bwos::fork::{self, Boxed};
+///
+/// fn fib(n: u64) -> Boxed<'static, u64> {
+///     fork::boxed(async move {
+///         if n < 2 {
+///             return n;
+///         }
+///         let (a, b) = fork::join(fib(n - 1), fib(n - 2)).await;
+///         a + b
+///     })
+/// }
+/// assert_eq!(bwos::block_on(fib(20)), 6765);
+/// ```
+#[inline]
+pub fn boxed<'a, F>(future: F) -> Boxed<'a, F::Output>
+where
+    F: Future + Send + 'a,
+{
+    let layout = Layout::new::<F>();
+    let frame = if layout.size() == 0 {
+        NonNull::<F>::dangling().cast::<u8>()
+    } else {
+        allocate(layout)
+    };
+    // SAFETY: the frame is fresh, big and aligned enough for `F` (its
+    // class layout is at least `layout`, or it is exactly `layout`), and
+    // dangling-but-aligned for a zero-sized `F`.
+    unsafe { frame.as_ptr().cast::<F>().write(future) };
+    Boxed {
+        frame,
+        poll: FrameOps::<F>::poll,
+        drop: FrameOps::<F>::drop,
+        _future: PhantomData,
+    }
+}
+
+impl<T> Future for Boxed<'_, T> {
+    type Output = T;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        // SAFETY: the frame holds the live future that `boxed` wrote, and
+        // it never moves (`Boxed` owns the frame, not the future's bytes).
+        unsafe { (self.poll)(self.frame, cx) }
+    }
+}
+
+impl<T> Drop for Boxed<'_, T> {
+    fn drop(&mut self) {
+        // SAFETY: the frame holds the live future, dropped only here.
+        unsafe { (self.drop)(self.frame) }
+    }
+}
+
+impl<T> std::fmt::Debug for Boxed<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Boxed").field("frame", &self.frame).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn poll_ready<F: Future + Unpin>(mut future: F) -> F::Output {
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        match Pin::new(&mut future).poll(&mut cx) {
+            Poll::Ready(value) => value,
+            Poll::Pending => panic!("the future was not ready"),
+        }
+    }
+
+    #[test]
+    fn frames_are_reused_within_a_class() {
+        let first = boxed(async { [7u64; 4] });
+        let address = first.frame;
+        drop(first);
+        let second = boxed(async { [8u64; 4] });
+        assert_eq!(second.frame, address, "the freed frame is reused");
+        assert_eq!(poll_ready(second), [8; 4]);
+    }
+
+    #[test]
+    fn drop_without_poll_drops_the_future() {
+        struct Counted(Arc<AtomicUsize>);
+        impl Drop for Counted {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let drops = Arc::new(AtomicUsize::new(0));
+        let counted = Counted(Arc::clone(&drops));
+        let future = boxed(async move {
+            let _keep = &counted;
+        });
+        assert_eq!(drops.load(Ordering::Relaxed), 0);
+        drop(future);
+        assert_eq!(drops.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn big_zero_sized_and_aligned_futures() {
+        assert_eq!(poll_ready(boxed(async { 1 })), 1);
+        let big = [3u8; 4096];
+        assert_eq!(poll_ready(boxed(async move { big.len() })), 4096);
+        #[repr(align(64))]
+        #[derive(Clone, Copy)]
+        struct Aligned(u8);
+        let aligned = Aligned(9);
+        assert_eq!(poll_ready(boxed(async move { aligned.0 })), 9);
+    }
+
+    #[test]
+    fn the_cache_is_bounded() {
+        fn layout_of<F>(_: &F) -> Layout {
+            Layout::new::<F>()
+        }
+        let make = |i: u64| async move { i };
+        let class = class_of(layout_of(&make(0))).expect("a cached class");
+        let frames: Vec<_> = (0..10_000u64).map(|i| boxed(make(i))).collect();
+        drop(frames);
+        let cached = CACHE.with(|cache| cache.lists[class].len.get());
+        assert!(cached * (class + 1) * GRANULE <= MAX_CACHED_BYTES_PER_CLASS);
+        assert!(cached > 0);
+    }
+
+    #[test]
+    fn frames_freed_on_another_thread() {
+        let frames: Vec<_> = (0..100u64).map(|i| boxed(async move { i * 2 })).collect();
+        let sum = std::thread::spawn(move || frames.into_iter().map(poll_ready).sum::<u64>())
+            .join()
+            .expect("the thread finishes");
+        assert_eq!(sum, 9900);
+    }
+}

@@ -1,0 +1,146 @@
+//! `fork::join`: two futures, the second one stealable while the first
+//! runs.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+
+use super::child::Child;
+use crate::worker::WorkerThread;
+
+/// Runs `fa` and `fb` concurrently, potentially in parallel, and returns
+/// both outputs.
+///
+/// Work-first: each poll of the returned future polls `fa` at once on the
+/// calling worker, while the rest of the step (polling `fb`) waits in the
+/// worker's LIFO BWoS queue, where an idle worker can steal it; in the
+/// common case nobody does and the worker polls `fb` itself right after,
+/// with no atomic read-modify-write on the way. A child that waits
+/// (`Pending`) does not block anything: the join returns `Pending` once
+/// neither child can make progress, and the worker goes on with other work
+/// (other children, other tasks) until a child's waker wakes the task.
+///
+/// The futures may borrow from the caller (see "Borrowing and
+/// cancellation" in the [module docs](crate::fork)). Outside a pool (say,
+/// in another executor) both are polled on the calling thread.
+///
+/// # Panics
+/// A panic in either child is caught; the other child still runs to
+/// completion, then the panic resumes in the task that awaits the join
+/// (`fa`'s if both panic).
+///
+/// ```
+/// use bwos::fork::{self, Boxed};
+///
+/// // Recursive: the calls are boxed (`fork::boxed`, a frame from the
+/// // worker's cache), and the function returns the box.
+/// fn sum(values: &[u64]) -> Boxed<'_, u64> {
+///     fork::boxed(async move {
+///         if values.len() <= 1024 {
+///             return values.iter().sum();
+///         }
+///         let (left, right) = values.split_at(values.len() / 2);
+///         let (a, b) = fork::join(sum(left), sum(right)).await;
+///         a + b
+///     })
+/// }
+/// let values: Vec<u64> = (0..100_000).collect();
+/// assert_eq!(bwos::block_on(sum(&values)), 4_999_950_000);
+/// ```
+pub fn join<FA, FB>(fa: FA, fb: FB) -> Join<FA, FB>
+where
+    FA: Future + Send,
+    FB: Future + Send,
+    FA::Output: Send,
+    FB::Output: Send,
+{
+    Join {
+        a: Child::Running(fa),
+        b: Child::Running(fb),
+    }
+}
+
+/// The future of [`join`]: both outputs, once both children finished.
+///
+/// Dropping it drops the children that have not finished; at that point no
+/// thread polls them (see the [module docs](crate::fork)).
+#[must_use = "futures do nothing unless polled"]
+pub struct Join<FA: Future, FB: Future> {
+    a: Child<FA>,
+    b: Child<FB>,
+}
+
+impl<FA, FB> Future for Join<FA, FB>
+where
+    FA: Future + Send,
+    FB: Future + Send,
+    FA::Output: Send,
+    FB::Output: Send,
+{
+    type Output = (FA::Output, FB::Output);
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // SAFETY: the children are structurally pinned: they are polled in
+        // place and dropped in place, never moved while running
+        // (`Child::take` moves only finished outcomes).
+        let this = unsafe { self.get_unchecked_mut() };
+        let waker = cx.waker();
+        match (this.a.is_running(), this.b.is_running()) {
+            // SAFETY: both children are pinned (above).
+            (true, true) => unsafe { poll_both(&mut this.a, &mut this.b, waker) },
+            // SAFETY: as above.
+            (true, false) => unsafe { this.a.poll_once(waker) },
+            // SAFETY: as above.
+            (false, true) => unsafe { this.b.poll_once(waker) },
+            (false, false) => {}
+        }
+        if this.a.is_running() || this.b.is_running() {
+            return Poll::Pending;
+        }
+        let a = this.a.take();
+        let b = this.b.take();
+        match (a, b) {
+            (Ok(a), Ok(b)) => Poll::Ready((a, b)),
+            (Err(payload), _) | (Ok(_), Err(payload)) => std::panic::resume_unwind(payload),
+        }
+    }
+}
+
+/// Polls `a` here and `b` wherever it gets to: `b`'s poll is a stack job
+/// on the worker's queue while `a` is polled (a thief may take it), and the
+/// worker runs it itself if it is still there afterwards. Both polls are
+/// over when this returns, which is what makes borrowing children sound.
+///
+/// # Safety
+/// Both children are pinned.
+#[inline]
+unsafe fn poll_both<FA, FB>(a: &mut Child<FA>, b: &mut Child<FB>, waker: &Waker)
+where
+    FA: Future + Send,
+    FB: Future + Send,
+    FA::Output: Send,
+    FB::Output: Send,
+{
+    let worker = WorkerThread::current();
+    if worker.is_null() {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            a.poll_once(waker);
+            b.poll_once(waker);
+        }
+        return;
+    }
+    // SAFETY: the current worker lives on this thread's stack while the
+    // thread runs pool work, which includes this poll.
+    let worker = unsafe { &*worker };
+    super::grow_stack_if_needed(|| {
+        crate::join::join_in_worker(
+            worker,
+            // SAFETY (both closures): forwarded from the caller; `join_in_worker`
+            // returns only after both closures ran, here or on a thief.
+            || unsafe { a.poll_once(waker) },
+            || unsafe { b.poll_once(waker) },
+        )
+    });
+}

@@ -1,0 +1,138 @@
+//! Async fork/join after Nowa (Schmaus et al., IPDPS 2021): [`join`],
+//! [`scope`] and [`spawn`] on futures, with frames from a per-worker cache
+//! ([`boxed`]).
+//!
+//! ```
+//! use bwos::fork::{self, Boxed};
+//!
+//! // The documented way to write recursive fork/join code: box the
+//! // recursive calls with `fork::boxed` (a frame from the worker's cache,
+//! // not the global allocator).
+//! fn fib(n: u64) -> Boxed<'static, u64> {
+//!     fork::boxed(async move {
+//!         if n < 2 {
+//!             return n;
+//!         }
+//!         let (a, b) = fork::join(fib(n - 1), fib(n - 2)).await;
+//!         a + b
+//!     })
+//! }
+//!
+//! let pool = bwos::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+//! assert_eq!(pool.block_on(fib(25)), 75025);
+//! ```
+//!
+//! # Continuations are futures
+//! Nowa steals continuations: a fork runs the child at once on the forking
+//! worker and leaves the rest of the parent (the continuation) for thieves,
+//! and a join that is not ready *suspends* the parent instead of blocking
+//! the worker. In Rust the continuation is a future the compiler already
+//! builds: an `async fn` suspended at an `.await`. So here a fork is a
+//! future: [`join`]`(fa, fb)` polls `fa` at once on this worker (work
+//! first) while the next step of the parent (polling `fb`) sits in the
+//! worker's LIFO BWoS queue, where idle workers take the oldest such steps
+//! first; in the common case the worker takes the step back itself with
+//! no atomic read-modify-write. A join whose children wait (on I/O, a
+//! channel, a timer) returns `Pending`: the parent task is suspended, the
+//! worker runs other children and tasks at the same stack depth, and the
+//! task resumes wherever a child's waker schedules it (whoever finishes
+//! last continues it). [`scope`] is the spawn/sync form: any number of
+//! children, synced when the scope's future completes.
+//!
+//! # When to prefer it over [`crate::join`]
+//! * The children wait on something (I/O, channels, other tasks): a
+//!   blocking `join` would hold the worker, a `fork::join` lets it go on.
+//! * The code is async already (a server that fans a request out, a
+//!   pipeline stage).
+//! * For pure CPU-bound recursion `crate::join` is simpler and a little
+//!   faster (no future state machines); both scale the same way.
+//!
+//! # Borrowing and cancellation
+//! The children of `join` and `scope` may borrow from the caller, so
+//! divide-and-conquer over `&mut [T]` is written as with `crate::join`.
+//! That is sound because of one rule: **a child is only ever polled during
+//! a poll of its `join` or `scope` future.** A thief that takes a child's
+//! step polls it while the parent's poll is still on its worker's stack
+//! (the parent waits for that poll before returning, running other work
+//! meanwhile as `crate::join` does); a child that returns `Pending` is
+//! polled again by the parent's next poll. So when the `join` future is
+//! dropped part-way (cancellation) no thread is inside a child, the
+//! children are dropped in place, and nothing runs with a dangling borrow,
+//! even if the caller forgets the future instead (`mem::forget` leaks the
+//! children, but nobody polls them again).
+//!
+//! What the rule costs: a parent whose child was stolen and is still being
+//! polled on the thief waits for that poll (a CPU-bound child's poll runs
+//! it to completion) before its own poll returns. A design in which
+//! thieves keep polling children after the parent's poll returned would
+//! be unsound for borrowing children: safe code can forget a pinned
+//! future and free what its children borrow (tokio issue 3162). The wait
+//! is not idle: the worker runs other work, as a `crate::join` does.
+//!
+//! Each poll of a `join` or `scope` polls every unfinished child once;
+//! wake-ups are not tracked per child.
+//!
+//! # Panics
+//! A panic in a child is caught where it happens, the siblings run to
+//! completion, and then the panic resumes in the task awaiting the `join`
+//! or `scope` (the first child's in a `join`, the first in time in a
+//! `scope`).
+//!
+//! # Frames and recursion
+//! A recursive `async fn` must box its recursive calls. `Box::pin` pays
+//! the global allocator on each; [`boxed`] takes a frame from the calling
+//! thread's frame cache (see [`Boxed`] for how much memory it keeps), which
+//! is the way to write recursive fork/join code. Forks nest polls on the
+//! native stack like any future combinator; when a worker's stack runs low
+//! a fork continues on a fresh stack segment (the `stacker` crate), so a
+//! recursion a million levels deep runs on the default worker stack.
+//!
+//! # `spawn`
+//! [`spawn`] starts a detached child: a task of the pool whose output the
+//! returned handle awaits. It requires `'static` because nothing bounds its
+//! lifetime: the handle may be dropped or forgotten while the child runs,
+//! so the child cannot borrow (use [`scope`] for borrowing children).
+
+mod child;
+pub(crate) mod frame;
+mod join;
+mod scope;
+
+pub use frame::{Boxed, boxed};
+pub use join::{Join, join};
+pub use scope::{Scope, ScopeFuture, scope};
+
+use std::future::Future;
+
+/// Starts `future` as a detached task of the current pool (the global pool
+/// outside pools) and returns the handle that awaits its output: the
+/// fork/join spelling of [`crate::task::spawn`], with the same task
+/// machinery. `'static` because the handle may be dropped or forgotten
+/// while the task runs (see the [module docs](self)).
+///
+/// ```
+/// let sum = bwos::block_on(async {
+///     let child = bwos::fork::spawn(async { (1..=10u64).sum::<u64>() });
+///     child.await.unwrap()
+/// });
+/// assert_eq!(sum, 55);
+/// ```
+pub fn spawn<F>(future: F) -> crate::task::JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    crate::task::spawn(future)
+}
+
+/// Stack left before a fork moves to a fresh stack segment.
+const STACK_RED_ZONE: usize = 128 * 1024;
+
+/// The size of a fresh stack segment.
+const STACK_SEGMENT: usize = 4 << 20;
+
+/// Runs `f`, on a fresh stack segment if this thread's stack is low.
+#[inline]
+fn grow_stack_if_needed<R>(f: impl FnOnce() -> R) -> R {
+    stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, f)
+}
