@@ -18,9 +18,10 @@ echo "== loom models of the runtime: latch, Nowa scope counter, sleep, task stat
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p bwos --release --lib -- --test-threads 1
 
-echo "== Miri: the queue's non-loom tests, and the async task allocation's"
+echo "== Miri: the queue's non-loom tests, the async task allocation's, and fork's frames and cancellation"
 if ! cargo +nightly miri --version >/dev/null 2>&1; then
     rustup component add --toolchain nightly miri rust-src
 fi
 cargo +nightly miri test -p bwos-queue
 cargo +nightly miri test -p bwos --lib task::
+cargo +nightly miri test -p bwos --lib fork::

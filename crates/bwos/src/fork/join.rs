@@ -137,9 +137,11 @@ where
     super::grow_stack_if_needed(|| {
         crate::join::join_in_worker(
             worker,
-            // SAFETY (both closures): forwarded from the caller; `join_in_worker`
-            // returns only after both closures ran, here or on a thief.
+            // SAFETY: `a` is pinned (the caller's contract).
             || unsafe { a.poll_once(waker) },
+            // SAFETY: `b` is pinned (the caller's contract); whether a
+            // thief or this worker polls it, `join_in_worker` returns only
+            // after that poll is over.
             || unsafe { b.poll_once(waker) },
         )
     });

@@ -126,13 +126,27 @@ where
 }
 
 /// Stack left before a fork moves to a fresh stack segment.
+#[cfg(not(miri))]
 const STACK_RED_ZONE: usize = 128 * 1024;
 
 /// The size of a fresh stack segment.
+#[cfg(not(miri))]
 const STACK_SEGMENT: usize = 4 << 20;
 
 /// Runs `f`, on a fresh stack segment if this thread's stack is low.
+#[cfg(not(miri))]
 #[inline]
 fn grow_stack_if_needed<R>(f: impl FnOnce() -> R) -> R {
     stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, f)
 }
+
+/// Miri cannot switch stacks (`stacker` uses assembly); its tests do not
+/// recurse deeply.
+#[cfg(miri)]
+#[inline]
+fn grow_stack_if_needed<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
+#[cfg(test)]
+mod tests;
