@@ -15,6 +15,7 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use super::Runtime;
+use super::asyncfork::{AsyncFork, AsyncSerial, Fork, ForkBoxPin};
 use super::kernels::{Kernel, Scale, Suite, Visitor};
 use super::runtime::{Bwos, Chili, ForkJoin, Rayon, Serial};
 
@@ -64,6 +65,9 @@ impl Visitor for Measure {
             Runtime::Bwos => measure::<K, Bwos>(kernel, &self),
             Runtime::Rayon => measure::<K, Rayon>(kernel, &self),
             Runtime::Chili => measure::<K, Chili>(kernel, &self),
+            Runtime::Fork => measure_async::<K, Fork>(kernel, &self),
+            Runtime::ForkBoxPin => measure_async::<K, ForkBoxPin>(kernel, &self),
+            Runtime::AsyncSerial => measure_async::<K, AsyncSerial>(kernel, &self),
         };
         let (seconds, digest, stats) = measured.map_err(|error| format!("{label}: {error}"))?;
         Ok(ChildReport {
@@ -107,6 +111,54 @@ fn measure<K: Kernel, R: ForkJoin>(kernel: &K, how: &Measure) -> Result<Measured
         elapsed.as_secs_f64() / f64::from(how.iterations),
         digest,
         stats,
+    ))
+}
+
+/// [`measure`] for the kernel's async form on `A`: the same warm-up and
+/// timed runs, inside one `block_on`.
+fn measure_async<K: Kernel, A: AsyncFork>(kernel: &K, how: &Measure) -> Result<Measured, String> {
+    if kernel.run_async::<A>(&mut kernel.scratch()).is_none() {
+        return Err(format!(
+            "the kernel has no async form to run on {}",
+            A::NAME
+        ));
+    }
+    let pool = A::build(how.threads);
+    let (elapsed, digest, inconsistent) = A::block_on(&pool, async {
+        let mut scratch = kernel.scratch();
+        let warm_up = kernel
+            .run_async::<A>(&mut scratch)
+            .expect("checked above")
+            .await;
+        drop(scratch);
+        let mut elapsed = Duration::ZERO;
+        let mut inconsistent = None;
+        for _ in 0..how.iterations {
+            let mut scratch = kernel.scratch();
+            let start = Instant::now();
+            let digest = kernel
+                .run_async::<A>(&mut scratch)
+                .expect("checked above")
+                .await;
+            let digest = black_box(digest);
+            elapsed += start.elapsed();
+            drop(scratch);
+            if digest != warm_up {
+                inconsistent = Some(digest);
+            }
+        }
+        (elapsed, warm_up, inconsistent)
+    });
+    if let Some(other) = inconsistent {
+        return Err(format!(
+            "{} computed two different results in one process: {digest:#x} and {other:#x}",
+            A::NAME
+        ));
+    }
+    Ok((
+        elapsed.as_secs_f64() / f64::from(how.iterations),
+        digest,
+        A::stats(&pool),
     ))
 }
 

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use clap::{Args, ValueEnum};
 
 use super::Runtime;
+use super::asyncfork::{AsyncFork, AsyncSerial, Fork, ForkBoxPin};
 use super::kernels::Kernel;
 use super::kernels::recursive::{Fib, TreeSum};
 use super::runtime::{Bwos, Chili, ForkJoin, Rayon, Serial};
@@ -61,6 +62,30 @@ fn median_of<K: Kernel, R: ForkJoin>(kernel: &K, threads: usize, runs: u32) -> (
     })
 }
 
+/// [`median_of`] for the async form on `A`.
+fn median_of_async<K: Kernel, A: AsyncFork>(
+    kernel: &K,
+    threads: usize,
+    runs: u32,
+) -> (u64, Duration) {
+    let pool = A::build(threads);
+    A::block_on(&pool, async {
+        let mut value = 0;
+        let mut times = Vec::with_capacity(runs as usize);
+        for _ in 0..runs {
+            let mut scratch = kernel.scratch();
+            let start = Instant::now();
+            value = kernel
+                .run_async::<A>(&mut scratch)
+                .expect("joinpath's workloads have async forms")
+                .await;
+            times.push(start.elapsed());
+        }
+        times.sort();
+        (value, times[times.len() / 2])
+    })
+}
+
 fn on_runtime<K: Kernel>(kernel: &K, args: &JoinPathArgs) -> (u64, Duration) {
     let (threads, runs) = (args.threads as usize, args.runs);
     match args.runtime {
@@ -68,6 +93,9 @@ fn on_runtime<K: Kernel>(kernel: &K, args: &JoinPathArgs) -> (u64, Duration) {
         Runtime::Bwos => median_of::<K, Bwos>(kernel, threads, runs),
         Runtime::Rayon => median_of::<K, Rayon>(kernel, threads, runs),
         Runtime::Chili => median_of::<K, Chili>(kernel, threads, runs),
+        Runtime::Fork => median_of_async::<K, Fork>(kernel, threads, runs),
+        Runtime::ForkBoxPin => median_of_async::<K, ForkBoxPin>(kernel, threads, runs),
+        Runtime::AsyncSerial => median_of_async::<K, AsyncSerial>(kernel, threads, runs),
     }
 }
 

@@ -11,6 +11,7 @@
 //! result is checked against the serial elision's; a wrong one is printed
 //! at once and makes the command fail.
 
+pub(crate) mod asyncfork;
 pub mod child;
 pub mod joinpath;
 pub(crate) mod kernels;
@@ -90,23 +91,41 @@ impl ForkJoinArgs {
 
 /// The runtimes compared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum Runtime {
     Serial,
     Bwos,
     Rayon,
     Chili,
+    /// `bwos::fork` (async fork/join) with `fork::boxed` frames, on the
+    /// kernels' async forms.
+    Fork,
+    /// `bwos::fork` with `Box::pin` frames.
+    ForkBoxPin,
+    /// The `Box::pin` async form run serially by a trivial executor.
+    AsyncSerial,
 }
 
 impl Runtime {
-    pub const ALL: [Runtime; 4] = [
+    pub const ALL: [Runtime; 7] = [
+        Runtime::Serial,
+        Runtime::Bwos,
+        Runtime::Rayon,
+        Runtime::Chili,
+        Runtime::Fork,
+        Runtime::ForkBoxPin,
+        Runtime::AsyncSerial,
+    ];
+
+    /// The runtimes of the synchronous kernels, serial elision included.
+    pub const SYNC: [Runtime; 4] = [
         Runtime::Serial,
         Runtime::Bwos,
         Runtime::Rayon,
         Runtime::Chili,
     ];
 
-    /// The parallel runtimes.
+    /// The parallel runtimes of the synchronous kernels.
     pub const PARALLEL: [Runtime; 3] = [Runtime::Bwos, Runtime::Rayon, Runtime::Chili];
 
     pub fn name(self) -> &'static str {
@@ -115,7 +134,28 @@ impl Runtime {
             Runtime::Bwos => "bwos",
             Runtime::Rayon => "rayon",
             Runtime::Chili => "chili",
+            Runtime::Fork => "fork",
+            Runtime::ForkBoxPin => "fork-box-pin",
+            Runtime::AsyncSerial => "async-serial",
         }
+    }
+
+    /// Whether the runtime runs the kernels' async forms.
+    pub fn is_async(self) -> bool {
+        matches!(
+            self,
+            Runtime::Fork | Runtime::ForkBoxPin | Runtime::AsyncSerial
+        )
+    }
+
+    /// Whether the runtime runs on one thread only.
+    pub fn is_serial(self) -> bool {
+        matches!(self, Runtime::Serial | Runtime::AsyncSerial)
+    }
+
+    /// Whether `kernel` can run on this runtime.
+    pub fn runs(self, kernel: Suite) -> bool {
+        !self.is_async() || kernel.has_async_form()
     }
 }
 
@@ -275,8 +315,21 @@ pub fn run(args: &ForkJoinArgs) -> Outcome {
     } else {
         args.only.clone()
     };
-    let per_kernel = thread_counts.len() * 3 + usize::from(thread_counts.contains(&1));
-    let progress = ProgressBar::new((kernels.len() * per_kernel) as u64 * u64::from(repetitions));
+    let measurements: usize = kernels
+        .iter()
+        .map(|&kernel| {
+            thread_counts
+                .iter()
+                .map(|&threads| {
+                    Runtime::ALL
+                        .iter()
+                        .filter(|r| r.runs(kernel) && (threads == 1 || !r.is_serial()))
+                        .count()
+                })
+                .sum::<usize>()
+        })
+        .sum();
+    let progress = ProgressBar::new(measurements as u64 * u64::from(repetitions));
     progress.set_style(
         ProgressStyle::with_template("{prefix:>10} [{bar:30}] {pos}/{len} {msg}")
             .expect("a valid template")
@@ -316,7 +369,7 @@ pub fn run(args: &ForkJoinArgs) -> Outcome {
             for repetition in 0..repetitions {
                 let mut order: Vec<Runtime> = Runtime::ALL
                     .into_iter()
-                    .filter(|&r| r != Runtime::Serial || threads == 1)
+                    .filter(|&r| r.runs(kernel) && (threads == 1 || !r.is_serial()))
                     .collect();
                 if repetition % 2 == 1 {
                     order.reverse();

@@ -89,7 +89,19 @@ impl<'a> Index<'a> {
 
     /// How much faster bwos is than `peer`, pair by pair.
     fn bwos_faster(&self, kernel: Suite, threads: usize, peer: Runtime) -> Option<Summary> {
-        let bwos = self.seconds(kernel, threads, Runtime::Bwos);
+        self.faster(kernel, threads, Runtime::Bwos, peer)
+    }
+
+    /// How much faster `runtime` is than `peer` (`peer`'s time over
+    /// `runtime`'s), pair by pair.
+    fn faster(
+        &self,
+        kernel: Suite,
+        threads: usize,
+        runtime: Runtime,
+        peer: Runtime,
+    ) -> Option<Summary> {
+        let bwos = self.seconds(kernel, threads, runtime);
         let peer = self.seconds(kernel, threads, peer);
         let ratios: Vec<f64> = peer
             .iter()
@@ -225,7 +237,7 @@ pub fn tables(samples: &[Sample]) -> String {
             let overhead = index.speedup(kernel, 1, runtime).map(|s| 1.0 / s);
             let _ = write!(row, " {} |", or_na(overhead, |o| format!("{o:.2}")));
         }
-        for runtime in Runtime::ALL {
+        for runtime in Runtime::SYNC {
             let _ = write!(
                 row,
                 " {} |",
@@ -283,6 +295,8 @@ pub fn tables(samples: &[Sample]) -> String {
         );
     }
 
+    fork_tables(&index, &mut out);
+
     let _ = writeln!(
         out,
         "\n## bwos's counters per run (PoolStats / runs, median repetition)\n"
@@ -320,6 +334,105 @@ pub fn tables(samples: &[Sample]) -> String {
     out
 }
 
+/// The async fork/join section: `bwos::fork` on the kernels' async forms,
+/// against bwos `join`, rayon and chili on the synchronous ones; its work
+/// overhead against the serial elision, `Box::pin`'s against the same
+/// boxed code run serially, and peak memory.
+fn fork_tables(index: &Index<'_>, out: &mut String) {
+    let kernels: Vec<Suite> = index
+        .kernels
+        .iter()
+        .copied()
+        .filter(|&k| {
+            index.cell(k, 1, Runtime::AsyncSerial).next().is_some()
+                || index
+                    .threads
+                    .iter()
+                    .any(|&t| index.cell(k, t, Runtime::Fork).next().is_some())
+        })
+        .collect();
+    if kernels.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\n## Async fork/join: bwos::fork on the kernels' async forms\n\n\
+         fork: `fork::join` with `fork::boxed` frames (the documented way); fork-box-pin: the same \
+         with `Box::pin`; async-serial: the `Box::pin` code run serially by a trivial executor. \
+         Time per run (speedup over the serial elision); \"fork faster than X\": X's time / \
+         fork's, pair by pair, median [min-max].\n"
+    );
+    let _ = writeln!(
+        out,
+        "| kernel | threads | fork | fork-box-pin | fork faster than bwos join | fork faster than rayon | fork faster than chili |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
+    for &kernel in &kernels {
+        for &threads in &index.threads {
+            let mut row = format!("| {} | {threads} |", kernel.name());
+            for runtime in [Runtime::Fork, Runtime::ForkBoxPin] {
+                let cell = index
+                    .time(kernel, threads, runtime)
+                    .map_or("n/a".into(), |t| {
+                        format!(
+                            "{} ({})",
+                            time(t.median),
+                            or_na(index.speedup(kernel, threads, runtime), |s| format!(
+                                "{s:.2}x"
+                            ))
+                        )
+                    });
+                let _ = write!(row, " {cell} |");
+            }
+            for peer in Runtime::PARALLEL {
+                let _ = write!(
+                    row,
+                    " {} |",
+                    ratio(index.faster(kernel, threads, Runtime::Fork, peer))
+                );
+            }
+            let _ = writeln!(out, "{row}");
+        }
+    }
+    let most = index.threads.last().copied().unwrap_or(1);
+    let _ = writeln!(
+        out,
+        "\n### Async fork/join: work overhead on one thread and peak memory (MiB, at {most} threads)\n\n\
+         fork T_1/T_S: against the serial elision (goal on fib: at most 5); fork-box-pin T_1 / \
+         async-serial: what the runtime adds to boxing (goal: at most 2).\n"
+    );
+    let _ = writeln!(
+        out,
+        "| kernel | fork T_1/T_S | fork-box-pin T_1/T_S | fork-box-pin T_1 / async-serial | fork RSS | fork-box-pin RSS | bwos join RSS | rayon RSS |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|");
+    for &kernel in &kernels {
+        let mut row = format!("| {} |", kernel.name());
+        for runtime in [Runtime::Fork, Runtime::ForkBoxPin] {
+            let overhead = index.speedup(kernel, 1, runtime).map(|s| 1.0 / s);
+            let _ = write!(row, " {} |", or_na(overhead, |o| format!("{o:.2}")));
+        }
+        let boxing = index
+            .time(kernel, 1, Runtime::AsyncSerial)
+            .zip(index.time(kernel, 1, Runtime::ForkBoxPin))
+            .map(|(serial, fork)| fork.median / serial.median);
+        let _ = write!(row, " {} |", or_na(boxing, |o| format!("{o:.2}")));
+        for runtime in [
+            Runtime::Fork,
+            Runtime::ForkBoxPin,
+            Runtime::Bwos,
+            Runtime::Rayon,
+        ] {
+            let _ = write!(
+                row,
+                " {} |",
+                or_na(index.peak_mib(kernel, most, runtime), |m| format!("{m:.1}"))
+            );
+        }
+        let _ = writeln!(out, "{row}");
+    }
+}
+
 /// Writes the JSON file and the plots the arguments ask for.
 pub fn write_outputs(header: &Header, samples: &[Sample], args: &ForkJoinArgs) -> io::Result<()> {
     write_files(
@@ -351,6 +464,7 @@ fn plots(samples: &[Sample], dir: &Path) -> io::Result<Vec<String>> {
     for &kernel in &index.kernels {
         let series: Vec<Series> = Runtime::PARALLEL
             .iter()
+            .chain(kernel.has_async_form().then_some(&Runtime::Fork))
             .map(|&runtime| {
                 let points = index
                     .threads

@@ -23,6 +23,7 @@ mod tests;
 
 use serde::{Deserialize, Serialize};
 
+use crate::forkjoin::asyncfork::AsyncFork;
 use crate::forkjoin::runtime::ForkJoin;
 
 /// A benchmark kernel.
@@ -36,6 +37,16 @@ pub trait Kernel: Sync {
     /// Runs the kernel on `R`; returns a digest of the result (equal on
     /// every runtime, bit for bit).
     fn run<R: ForkJoin>(&self, scratch: &mut Self::Scratch, ctx: &mut R::Ctx<'_>) -> u64;
+
+    /// The kernel in async form on `A` (the same algorithm and cut-offs,
+    /// recursive calls boxed with `A::boxed`), or `None` where the suite
+    /// has no async form of it. The future returns the digest `run` does.
+    fn run_async<'a, A: AsyncFork>(
+        &'a self,
+        _scratch: &'a mut Self::Scratch,
+    ) -> Option<A::Boxed<'a, u64>> {
+        None
+    }
 }
 
 /// The kernels of the suite.
@@ -119,6 +130,24 @@ impl Suite {
         Suite::UtsBin,
         Suite::Sum,
     ];
+
+    /// Whether the kernel has an async form (`Kernel::run_async`): the
+    /// recursive kernels. The dense ones (matrices, FFT, heat) fork over
+    /// views of shared matrices and are not written in async form.
+    pub fn has_async_form(self) -> bool {
+        matches!(
+            self,
+            Suite::Fib
+                | Suite::Nqueens
+                | Suite::Integrate
+                | Suite::Knapsack
+                | Suite::Quicksort
+                | Suite::Skynet
+                | Suite::UtsGeo
+                | Suite::UtsBin
+                | Suite::Sum
+        )
+    }
 
     /// The kernel's name on the command line and in tables.
     pub fn name(self) -> &'static str {

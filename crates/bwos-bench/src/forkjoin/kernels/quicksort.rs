@@ -3,6 +3,7 @@
 //! below a cut-off.
 
 use super::{Kernel, SplitMix, digest_u64};
+use crate::forkjoin::asyncfork::AsyncFork;
 use crate::forkjoin::runtime::ForkJoin;
 
 /// Sorts a copy of `values` (the copy is made outside the timed region).
@@ -34,6 +35,28 @@ impl Kernel for Quicksort {
         quicksort::<R>(values, ctx);
         digest_u64(values)
     }
+
+    fn run_async<'a, A: AsyncFork>(
+        &'a self,
+        values: &'a mut Vec<u64>,
+    ) -> Option<A::Boxed<'a, u64>> {
+        Some(A::boxed(async move {
+            quicksort_async::<A>(values).await;
+            digest_u64(values)
+        }))
+    }
+}
+
+fn quicksort_async<A: AsyncFork>(values: &mut [u64]) -> A::Boxed<'_, ()> {
+    A::boxed(async move {
+        if values.len() <= CUT_OFF {
+            insertion_sort(values);
+            return;
+        }
+        let split = partition(values);
+        let (low, high) = values.split_at_mut(split);
+        A::join(quicksort_async::<A>(low), quicksort_async::<A>(high)).await;
+    })
 }
 
 fn quicksort<R: ForkJoin>(values: &mut [u64], ctx: &mut R::Ctx<'_>) {

@@ -5,6 +5,7 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use super::{Kernel, SplitMix};
+use crate::forkjoin::asyncfork::AsyncFork;
 use crate::forkjoin::runtime::{ForkJoin, fan_out};
 
 /// Naive recursive Fibonacci: one join per call, no cut-off (as in Cilk).
@@ -20,6 +21,10 @@ impl Kernel for Fib {
     fn run<R: ForkJoin>(&self, _: &mut (), ctx: &mut R::Ctx<'_>) -> u64 {
         fib::<R>(std::hint::black_box(self.n), ctx)
     }
+
+    fn run_async<'a, A: AsyncFork>(&'a self, _: &'a mut ()) -> Option<A::Boxed<'a, u64>> {
+        Some(fib_async::<A>(std::hint::black_box(self.n)))
+    }
 }
 
 /// The n-th Fibonacci number, one join per call.
@@ -29,6 +34,17 @@ pub fn fib<R: ForkJoin>(n: u64, ctx: &mut R::Ctx<'_>) -> u64 {
     }
     let (a, b) = R::join(ctx, |ctx| fib::<R>(n - 1, ctx), |ctx| fib::<R>(n - 2, ctx));
     a + b
+}
+
+/// [`fib`] in async form.
+pub fn fib_async<'a, A: AsyncFork>(n: u64) -> A::Boxed<'a, u64> {
+    A::boxed(async move {
+        if n < 2 {
+            return n;
+        }
+        let (a, b) = A::join(fib_async::<A>(n - 1), fib_async::<A>(n - 2)).await;
+        a + b
+    })
 }
 
 /// The n-th Fibonacci number, computed in a loop (to check results).
@@ -56,6 +72,11 @@ impl Kernel for Nqueens {
     fn run<R: ForkJoin>(&self, _: &mut (), ctx: &mut R::Ctx<'_>) -> u64 {
         let all = (1u32 << std::hint::black_box(self.n)) - 1;
         place::<R>(all, 0, 0, 0, ctx)
+    }
+
+    fn run_async<'a, A: AsyncFork>(&'a self, _: &'a mut ()) -> Option<A::Boxed<'a, u64>> {
+        let all = (1u32 << std::hint::black_box(self.n)) - 1;
+        Some(place_async::<A>(all, 0, 0, 0))
     }
 }
 
@@ -93,6 +114,52 @@ fn branches<R: ForkJoin>(all: u32, free: u32, board: [u32; 3], ctx: &mut R::Ctx<
             a + b
         }
     }
+}
+
+fn place_async<'a, A: AsyncFork>(
+    all: u32,
+    columns: u32,
+    left: u32,
+    right: u32,
+) -> A::Boxed<'a, u64> {
+    A::boxed(async move {
+        if columns == all {
+            return 1;
+        }
+        let free = all & !(columns | left | right);
+        branches_async::<A>(all, free, [columns, left, right]).await
+    })
+}
+
+fn branches_async<'a, A: AsyncFork>(all: u32, free: u32, board: [u32; 3]) -> A::Boxed<'a, u64> {
+    A::boxed(async move {
+        let [columns, left, right] = board;
+        match free.count_ones() {
+            0 => 0,
+            1 => {
+                place_async::<A>(
+                    all,
+                    columns | free,
+                    ((left | free) << 1) & all,
+                    (right | free) >> 1,
+                )
+                .await
+            }
+            ones => {
+                let mut high = free;
+                for _ in 0..ones / 2 {
+                    high &= high - 1;
+                }
+                let low = free & !high;
+                let (a, b) = A::join(
+                    branches_async::<A>(all, low, board),
+                    branches_async::<A>(all, high, board),
+                )
+                .await;
+                a + b
+            }
+        }
+    })
 }
 
 /// The number of n-queens solutions for small `n`, to check results.
@@ -134,6 +201,18 @@ impl Kernel for Integrate {
         );
         area.to_bits()
     }
+
+    fn run_async<'a, A: AsyncFork>(&'a self, _: &'a mut ()) -> Option<A::Boxed<'a, u64>> {
+        let upper = std::hint::black_box(self.upper);
+        let epsilon = self.epsilon;
+        Some(A::boxed(async move {
+            let (y0, y1) = (curve(0.0), curve(upper));
+            let area = (y0 + y1) / 2.0 * upper;
+            integrate_async::<A>((0.0, y0), (upper, y1), area, epsilon)
+                .await
+                .to_bits()
+        }))
+    }
 }
 
 // The end points are separate scalars, not an array: an array is passed
@@ -163,6 +242,31 @@ fn integrate<R: ForkJoin>(
         |ctx| integrate::<R>((x0, y0), (x2, y2), right, epsilon, ctx),
     );
     left + right
+}
+
+fn integrate_async<'a, A: AsyncFork>(
+    (x1, y1): (f64, f64),
+    (x2, y2): (f64, f64),
+    area: f64,
+    epsilon: f64,
+) -> A::Boxed<'a, f64> {
+    A::boxed(async move {
+        let half = (x2 - x1) / 2.0;
+        let x0 = x1 + half;
+        let y0 = curve(x0);
+        let left = (y1 + y0) / 2.0 * half;
+        let right = (y0 + y2) / 2.0 * half;
+        let whole = left + right;
+        if (whole - area).abs() < epsilon {
+            return whole;
+        }
+        let (left, right) = A::join(
+            integrate_async::<A>((x1, y1), (x0, y0), left, epsilon),
+            integrate_async::<A>((x0, y0), (x2, y2), right, epsilon),
+        )
+        .await;
+        left + right
+    })
 }
 
 /// 0/1 knapsack by branch and bound (the Cilk benchmark): every item is a
@@ -205,6 +309,14 @@ impl Kernel for Knapsack {
         let value = knapsack::<R>(&self.items, self.capacity, 0, &best, ctx);
         value as u64
     }
+
+    fn run_async<'a, A: AsyncFork>(&'a self, _: &'a mut ()) -> Option<A::Boxed<'a, u64>> {
+        Some(A::boxed(async move {
+            let best = AtomicI64::new(i64::MIN);
+            let value = knapsack_async::<A>(&self.items, self.capacity, 0, &best).await;
+            value as u64
+        }))
+    }
 }
 
 fn knapsack<R: ForkJoin>(
@@ -240,6 +352,38 @@ fn knapsack<R: ForkJoin>(
     result
 }
 
+fn knapsack_async<'a, A: AsyncFork>(
+    items: &'a [(i64, i64)],
+    capacity: i64,
+    value: i64,
+    best: &'a AtomicI64,
+) -> A::Boxed<'a, i64> {
+    A::boxed(async move {
+        if capacity < 0 {
+            return i64::MIN;
+        }
+        let Some((&(weight, item_value), rest)) = items.split_first() else {
+            return value;
+        };
+        if capacity == 0 {
+            return value;
+        }
+        let bound = value as f64 + capacity as f64 * item_value as f64 / weight as f64;
+        // Relaxed: a pruning hint, as in the synchronous kernel.
+        if bound < best.load(Ordering::Relaxed) as f64 {
+            return i64::MIN;
+        }
+        let (with, without) = A::join(
+            knapsack_async::<A>(rest, capacity - weight, value + item_value, best),
+            knapsack_async::<A>(rest, capacity, value, best),
+        )
+        .await;
+        let result = with.max(without);
+        best.fetch_max(result, Ordering::Relaxed);
+        result
+    })
+}
+
 /// Skynet: a 10-way fan-out over six levels to 1M leaves, each returning
 /// its index; the sum is checked.
 pub struct Skynet {
@@ -254,6 +398,10 @@ impl Kernel for Skynet {
     fn run<R: ForkJoin>(&self, _: &mut (), ctx: &mut R::Ctx<'_>) -> u64 {
         skynet::<R>(0, std::hint::black_box(self.leaves), ctx)
     }
+
+    fn run_async<'a, A: AsyncFork>(&'a self, _: &'a mut ()) -> Option<A::Boxed<'a, u64>> {
+        Some(skynet_async::<A>(0, std::hint::black_box(self.leaves)))
+    }
 }
 
 fn skynet<R: ForkJoin>(number: u64, size: u64, ctx: &mut R::Ctx<'_>) -> u64 {
@@ -265,6 +413,45 @@ fn skynet<R: ForkJoin>(number: u64, size: u64, ctx: &mut R::Ctx<'_>) -> u64 {
     fan_out::<R, _>(0..children, ctx, &|i, ctx: &mut R::Ctx<'_>| {
         let start = i as u64 * child;
         skynet::<R>(number + start, child.min(size - start), ctx)
+    })
+}
+
+fn skynet_async<'a, A: AsyncFork>(number: u64, size: u64) -> A::Boxed<'a, u64> {
+    A::boxed(async move {
+        if size <= 1 {
+            return number;
+        }
+        let child = size.div_ceil(10);
+        let children = size.div_ceil(child) as usize;
+        fan_out_async::<A, _>(0..children, &move |i| {
+            let start = i as u64 * child;
+            skynet_async::<A>(number + start, child.min(size - start))
+        })
+        .await
+    })
+}
+
+/// [`fan_out`] in async form: binary splitting of `range` with joins down
+/// to single indices, summing `leaf(i)`.
+pub fn fan_out_async<'a, A, F>(range: std::ops::Range<usize>, leaf: &'a F) -> A::Boxed<'a, u64>
+where
+    A: AsyncFork,
+    F: Fn(usize) -> A::Boxed<'a, u64> + Sync,
+{
+    A::boxed(async move {
+        match range.len() {
+            0 => 0,
+            1 => leaf(range.start).await,
+            len => {
+                let middle = range.start + len / 2;
+                let (a, b) = A::join(
+                    fan_out_async::<A, F>(range.start..middle, leaf),
+                    fan_out_async::<A, F>(middle..range.end, leaf),
+                )
+                .await;
+                a + b
+            }
+        }
     })
 }
 
@@ -283,6 +470,13 @@ impl Kernel for Sum {
     fn run<R: ForkJoin>(&self, _: &mut (), ctx: &mut R::Ctx<'_>) -> u64 {
         sum::<R>(std::hint::black_box(&self.values), self.leaf, ctx)
     }
+
+    fn run_async<'a, A: AsyncFork>(&'a self, _: &'a mut ()) -> Option<A::Boxed<'a, u64>> {
+        Some(sum_async::<A>(
+            std::hint::black_box(&self.values),
+            self.leaf,
+        ))
+    }
 }
 
 fn sum<R: ForkJoin>(values: &[u64], leaf: usize, ctx: &mut R::Ctx<'_>) -> u64 {
@@ -296,6 +490,17 @@ fn sum<R: ForkJoin>(values: &[u64], leaf: usize, ctx: &mut R::Ctx<'_>) -> u64 {
         |ctx| sum::<R>(right, leaf, ctx),
     );
     a.wrapping_add(b)
+}
+
+fn sum_async<A: AsyncFork>(values: &[u64], leaf: usize) -> A::Boxed<'_, u64> {
+    A::boxed(async move {
+        if values.len() <= leaf {
+            return values.iter().copied().fold(0, u64::wrapping_add);
+        }
+        let (left, right) = values.split_at(values.len() / 2);
+        let (a, b) = A::join(sum_async::<A>(left, leaf), sum_async::<A>(right, leaf)).await;
+        a.wrapping_add(b)
+    })
 }
 
 /// Sums a balanced binary tree of `values.len()` nodes in breadth-first
@@ -324,6 +529,26 @@ impl Kernel for TreeSum {
     fn run<R: ForkJoin>(&self, _: &mut (), ctx: &mut R::Ctx<'_>) -> u64 {
         tree_sum::<R>(std::hint::black_box(&self.values), 0, ctx)
     }
+
+    fn run_async<'a, A: AsyncFork>(&'a self, _: &'a mut ()) -> Option<A::Boxed<'a, u64>> {
+        Some(tree_sum_async::<A>(std::hint::black_box(&self.values), 0))
+    }
+}
+
+fn tree_sum_async<A: AsyncFork>(tree: &[u64], index: usize) -> A::Boxed<'_, u64> {
+    A::boxed(async move {
+        let child = |child: usize| {
+            A::boxed(async move {
+                if child < tree.len() {
+                    tree_sum_async::<A>(tree, child).await
+                } else {
+                    0
+                }
+            })
+        };
+        let (left, right) = A::join(child(2 * index + 1), child(2 * index + 2)).await;
+        tree[index] + left + right
+    })
 }
 
 fn tree_sum<R: ForkJoin>(tree: &[u64], index: usize, ctx: &mut R::Ctx<'_>) -> u64 {

@@ -4,7 +4,9 @@
 //! every run and runtime. The trees are irregular and deep: the case where
 //! lazy queueing in `join` could lose parallelism.
 
+use super::recursive::fan_out_async;
 use super::{Kernel, mix};
+use crate::forkjoin::asyncfork::AsyncFork;
 use crate::forkjoin::runtime::{ForkJoin, fan_out};
 
 /// The tree shapes of the UTS benchmark.
@@ -70,6 +72,15 @@ impl Uts {
             self.count::<R>(mix(state ^ (i as u64 + 1)), depth + 1, ctx)
         })
     }
+
+    fn count_async<A: AsyncFork>(&self, state: u64, depth: u32) -> A::Boxed<'_, u64> {
+        A::boxed(async move {
+            let children = self.children(state, depth) as usize;
+            let leaf =
+                move |i: usize| self.count_async::<A>(mix(state ^ (i as u64 + 1)), depth + 1);
+            1 + fan_out_async::<A, _>(0..children, &leaf).await
+        })
+    }
 }
 
 impl Kernel for Uts {
@@ -79,6 +90,10 @@ impl Kernel for Uts {
 
     fn run<R: ForkJoin>(&self, _: &mut (), ctx: &mut R::Ctx<'_>) -> u64 {
         self.count::<R>(mix(std::hint::black_box(self.seed)), 0, ctx)
+    }
+
+    fn run_async<'a, A: AsyncFork>(&'a self, _: &'a mut ()) -> Option<A::Boxed<'a, u64>> {
+        Some(self.count_async::<A>(mix(std::hint::black_box(self.seed)), 0))
     }
 }
 

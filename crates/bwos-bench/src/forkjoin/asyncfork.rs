@@ -1,0 +1,199 @@
+//! The async fork/join trait the suite's async kernels are written against,
+//! and its three implementations: `bwos::fork` with frames from its frame
+//! cache (`fork`, the documented way), `bwos::fork` with `Box::pin`
+//! (`fork-box-pin`), and the same `Box::pin` code run serially by a
+//! trivial executor (`async-serial`: what boxing alone costs).
+//!
+//! An async kernel is a function generic over `A: AsyncFork` that boxes
+//! its recursive calls with `A::boxed` and forks with `A::join(fa, fb)`;
+//! the algorithms and cut-offs are the synchronous kernels'.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+
+/// An async fork/join runtime: a pool, a way to run a future on it, a box
+/// for recursive calls and a two-way join.
+pub trait AsyncFork: 'static {
+    /// A boxed future (the recursive calls).
+    type Boxed<'a, T: 'a>: Future<Output = T> + Send + 'a;
+    /// The pool a measurement runs on (built outside the timed region).
+    type Pool;
+    /// Short name, as in the tables.
+    const NAME: &'static str;
+
+    /// Builds a pool of `threads` workers.
+    fn build(threads: usize) -> Self::Pool;
+
+    /// Runs `future` on `pool` and returns its output.
+    fn block_on<T: Send>(pool: &Self::Pool, future: impl Future<Output = T> + Send) -> T;
+
+    /// Boxes a recursive call.
+    fn boxed<'a, F>(future: F) -> Self::Boxed<'a, F::Output>
+    where
+        F: Future + Send + 'a,
+        F::Output: 'a;
+
+    /// Runs `fa` and `fb`, potentially in parallel; both outputs.
+    fn join<FA, FB>(fa: FA, fb: FB) -> impl Future<Output = (FA::Output, FB::Output)> + Send
+    where
+        FA: Future + Send,
+        FB: Future + Send,
+        FA::Output: Send,
+        FB::Output: Send;
+
+    /// The pool's counters, where the runtime keeps them.
+    fn stats(_pool: &Self::Pool) -> Option<bwos::PoolStats> {
+        None
+    }
+}
+
+fn bwos_pool(threads: usize) -> bwos::ThreadPool {
+    bwos::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("a bwos pool")
+}
+
+/// `bwos::fork::join` with `bwos::fork::boxed` frames, in
+/// `ThreadPool::block_on`: the documented way.
+pub struct Fork;
+
+impl AsyncFork for Fork {
+    type Boxed<'a, T: 'a> = bwos::fork::Boxed<'a, T>;
+    type Pool = bwos::ThreadPool;
+    const NAME: &'static str = "fork";
+
+    fn build(threads: usize) -> bwos::ThreadPool {
+        bwos_pool(threads)
+    }
+
+    fn block_on<T: Send>(pool: &bwos::ThreadPool, future: impl Future<Output = T> + Send) -> T {
+        pool.block_on(future)
+    }
+
+    #[inline]
+    fn boxed<'a, F>(future: F) -> bwos::fork::Boxed<'a, F::Output>
+    where
+        F: Future + Send + 'a,
+        F::Output: 'a,
+    {
+        bwos::fork::boxed(future)
+    }
+
+    #[inline]
+    fn join<FA, FB>(fa: FA, fb: FB) -> impl Future<Output = (FA::Output, FB::Output)> + Send
+    where
+        FA: Future + Send,
+        FB: Future + Send,
+        FA::Output: Send,
+        FB::Output: Send,
+    {
+        bwos::fork::join(fa, fb)
+    }
+
+    fn stats(pool: &bwos::ThreadPool) -> Option<bwos::PoolStats> {
+        Some(pool.stats())
+    }
+}
+
+/// A `Box::pin`ned recursive call.
+pub type PinBox<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// `bwos::fork::join` with `Box::pin` frames.
+pub struct ForkBoxPin;
+
+impl AsyncFork for ForkBoxPin {
+    type Boxed<'a, T: 'a> = PinBox<'a, T>;
+    type Pool = bwos::ThreadPool;
+    const NAME: &'static str = "fork-box-pin";
+
+    fn build(threads: usize) -> bwos::ThreadPool {
+        bwos_pool(threads)
+    }
+
+    fn block_on<T: Send>(pool: &bwos::ThreadPool, future: impl Future<Output = T> + Send) -> T {
+        pool.block_on(future)
+    }
+
+    #[inline]
+    fn boxed<'a, F>(future: F) -> PinBox<'a, F::Output>
+    where
+        F: Future + Send + 'a,
+        F::Output: 'a,
+    {
+        Box::pin(future)
+    }
+
+    #[inline]
+    fn join<FA, FB>(fa: FA, fb: FB) -> impl Future<Output = (FA::Output, FB::Output)> + Send
+    where
+        FA: Future + Send,
+        FB: Future + Send,
+        FA::Output: Send,
+        FB::Output: Send,
+    {
+        bwos::fork::join(fa, fb)
+    }
+
+    fn stats(pool: &bwos::ThreadPool) -> Option<bwos::PoolStats> {
+        Some(pool.stats())
+    }
+}
+
+/// The `Box::pin` code run serially: `join` awaits `fa`, then `fb`, and a
+/// trivial executor polls the root on the calling thread. What the boxed
+/// async code costs without any runtime.
+pub struct AsyncSerial;
+
+impl AsyncFork for AsyncSerial {
+    type Boxed<'a, T: 'a> = PinBox<'a, T>;
+    type Pool = ();
+    const NAME: &'static str = "async-serial";
+
+    fn build(_threads: usize) {}
+
+    fn block_on<T: Send>(_pool: &(), future: impl Future<Output = T> + Send) -> T {
+        trivial_block_on(future)
+    }
+
+    #[inline]
+    fn boxed<'a, F>(future: F) -> PinBox<'a, F::Output>
+    where
+        F: Future + Send + 'a,
+        F::Output: 'a,
+    {
+        Box::pin(future)
+    }
+
+    #[inline]
+    fn join<FA, FB>(fa: FA, fb: FB) -> impl Future<Output = (FA::Output, FB::Output)> + Send
+    where
+        FA: Future + Send,
+        FB: Future + Send,
+        FA::Output: Send,
+        FB::Output: Send,
+    {
+        async move { (fa.await, fb.await) }
+    }
+}
+
+/// Polls `future` on the calling thread, parking between polls.
+pub fn trivial_block_on<T>(future: impl Future<Output = T>) -> T {
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            return output;
+        }
+        std::thread::park();
+    }
+}
