@@ -168,14 +168,14 @@ impl AsyncFork for AsyncSerial {
     }
 
     #[inline]
-    fn join<FA, FB>(fa: FA, fb: FB) -> impl Future<Output = (FA::Output, FB::Output)> + Send
+    async fn join<FA, FB>(fa: FA, fb: FB) -> (FA::Output, FB::Output)
     where
         FA: Future + Send,
         FB: Future + Send,
         FA::Output: Send,
         FB::Output: Send,
     {
-        async move { (fa.await, fb.await) }
+        (fa.await, fb.await)
     }
 }
 
