@@ -121,6 +121,11 @@ pub(crate) struct WorkerThread {
     /// The current skip length: doubles (plus one) with every offer in a
     /// row that could not share, up to [`MAX_OFFER_BACKOFF`].
     offer_backoff: Cell<u32>,
+    /// The lowest stack address `fork` lets a nested poll reach before it
+    /// moves to a fresh stack segment (`fork/mod.rs`): one comparison per
+    /// fork instead of a thread-local lookup (see `fork::stack_limit_here`
+    /// for the values it takes where the stack bounds are unknown).
+    stack_limit: Cell<usize>,
 }
 
 impl WorkerThread {
@@ -132,6 +137,13 @@ impl WorkerThread {
 
     pub(crate) fn index(&self) -> usize {
         self.index
+    }
+
+    /// See the field: the stack address below which `fork` switches to a
+    /// fresh segment. `fork` sets it while it runs on such a segment.
+    #[inline]
+    pub(crate) fn stack_limit(&self) -> &Cell<usize> {
+        &self.stack_limit
     }
 
     pub(crate) fn registry(&self) -> &Arc<Registry> {
@@ -425,6 +437,7 @@ impl WorkerThread {
                 || settings.steal.policy == StealPolicy::Topology,
             offer_skip: Cell::new(0),
             offer_backoff: Cell::new(0),
+            stack_limit: Cell::new(crate::fork::stack_limit_here()),
         };
         worker.registry.balance.beat(index, current_cpu());
         CURRENT.with(|current| current.set(&worker));

@@ -55,8 +55,18 @@ struct FreeList {
 }
 
 /// A thread's free frames, one list per size class.
+///
+/// The thread-local has no destructor, so reaching it is a plain
+/// thread-relative load (a thread-local with a destructor checks its
+/// registration at every access). A second thread-local, [`CacheOwner`],
+/// registered by the first frame the cache keeps, frees the cached frames
+/// when the thread exits.
 struct FrameCache {
     lists: [FreeList; CLASSES],
+    /// The thread is exiting and the cache was emptied: keep no more frames.
+    closed: Cell<bool>,
+    /// [`CacheOwner`] is registered for this thread.
+    owned: Cell<bool>,
 }
 
 impl FrameCache {
@@ -68,14 +78,16 @@ impl FrameCache {
                     len: Cell::new(0),
                 }
             }; CLASSES],
+            closed: Cell::new(false),
+            owned: Cell::new(false),
         }
     }
-}
 
-impl Drop for FrameCache {
-    fn drop(&mut self) {
+    /// Frees every cached frame.
+    fn release(&self) {
         for (class, list) in self.lists.iter().enumerate() {
             let mut frame = list.head.replace(ptr::null_mut());
+            list.len.set(0);
             while !frame.is_null() {
                 // SAFETY: every frame on the list is a free block of this
                 // class's layout, owned by the list, whose link we read
@@ -90,8 +102,34 @@ impl Drop for FrameCache {
     }
 }
 
+/// Frees the thread's cached frames when the thread exits.
+struct CacheOwner;
+
+impl Drop for CacheOwner {
+    fn drop(&mut self) {
+        // Frames freed after this (by later thread-local destructors) go
+        // straight to the global allocator.
+        CACHE.with(|cache| {
+            cache.closed.set(true);
+            cache.release();
+        });
+    }
+}
+
 thread_local! {
     static CACHE: FrameCache = const { FrameCache::new() };
+    static OWNER: CacheOwner = const { CacheOwner };
+}
+
+/// Registers [`CacheOwner`] for this thread; `false` if the thread is
+/// exiting (the cache must not keep frames any more).
+#[cold]
+fn register_owner(cache: &FrameCache) -> bool {
+    if OWNER.try_with(|_| ()).is_err() {
+        return false;
+    }
+    cache.owned.set(true);
+    true
 }
 
 /// The layout of every frame of size class `class`.
@@ -117,21 +155,18 @@ fn allocate(layout: Layout) -> NonNull<u8> {
     let Some(class) = class_of(layout) else {
         return allocate_global(layout);
     };
-    let cached = CACHE
-        .try_with(|cache| {
-            let list = &cache.lists[class];
-            let frame = list.head.get();
-            if frame.is_null() {
-                return None;
-            }
-            // SAFETY: a non-null head is a free frame owned by this list;
-            // its first word holds the link.
-            list.head.set(unsafe { (*frame).next });
-            list.len.set(list.len.get() - 1);
-            NonNull::new(frame.cast::<u8>())
-        })
-        .ok()
-        .flatten();
+    let cached = CACHE.with(|cache| {
+        let list = &cache.lists[class];
+        let frame = list.head.get();
+        if frame.is_null() {
+            return None;
+        }
+        // SAFETY: a non-null head is a free frame owned by this list; its
+        // first word holds the link.
+        list.head.set(unsafe { (*frame).next });
+        list.len.set(list.len.get() - 1);
+        NonNull::new(frame.cast::<u8>())
+    });
     match cached {
         Some(frame) => frame,
         None => allocate_global(class_layout(class)),
@@ -150,27 +185,26 @@ unsafe fn free(frame: NonNull<u8>, layout: Layout) {
         unsafe { alloc::dealloc(frame.as_ptr(), layout) };
         return;
     };
-    let kept = CACHE
-        .try_with(|cache| {
-            let list = &cache.lists[class];
-            if list.len.get() * (class + 1) * GRANULE >= MAX_CACHED_BYTES_PER_CLASS {
-                return false;
-            }
-            let frame = frame.as_ptr().cast::<FreeFrame>();
-            // SAFETY: the frame is ours now (the caller's contract); it is
-            // at least one granule big and granule-aligned, so it holds
-            // the link.
-            unsafe {
-                frame.write(FreeFrame {
-                    next: list.head.get(),
-                })
-            };
-            list.head.set(frame);
-            list.len.set(list.len.get() + 1);
-            true
-        })
-        // During thread exit the cache may be gone: free directly.
-        .unwrap_or(false);
+    let kept = CACHE.with(|cache| {
+        let list = &cache.lists[class];
+        if list.len.get() * (class + 1) * GRANULE >= MAX_CACHED_BYTES_PER_CLASS
+            || cache.closed.get()
+            || (!cache.owned.get() && !register_owner(cache))
+        {
+            return false;
+        }
+        let frame = frame.as_ptr().cast::<FreeFrame>();
+        // SAFETY: the frame is ours now (the caller's contract); it is at
+        // least one granule big and granule-aligned, so it holds the link.
+        unsafe {
+            frame.write(FreeFrame {
+                next: list.head.get(),
+            })
+        };
+        list.head.set(frame);
+        list.len.set(list.len.get() + 1);
+        true
+    });
     if !kept {
         // SAFETY: cached-class frames all have the class layout, whichever
         // thread allocated them.

@@ -134,7 +134,7 @@ where
     // SAFETY: the current worker lives on this thread's stack while the
     // thread runs pool work, which includes this poll.
     let worker = unsafe { &*worker };
-    super::grow_stack_if_needed(|| {
+    super::grow_stack_if_needed(worker, || {
         crate::join::join_in_worker(
             worker,
             // SAFETY: `a` is pinned (the caller's contract).

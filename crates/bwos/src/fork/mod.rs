@@ -104,6 +104,8 @@ pub use scope::{Scope, ScopeFuture, scope};
 
 use std::future::Future;
 
+use crate::worker::WorkerThread;
+
 /// Starts `future` as a detached task of the current pool (the global pool
 /// outside pools) and returns the handle that awaits its output: the
 /// fork/join spelling of [`crate::task::spawn`], with the same task
@@ -126,25 +128,67 @@ where
 }
 
 /// Stack left before a fork moves to a fresh stack segment.
-#[cfg(not(miri))]
 const STACK_RED_ZONE: usize = 128 * 1024;
 
 /// The size of a fresh stack segment.
 #[cfg(not(miri))]
 const STACK_SEGMENT: usize = 4 << 20;
 
-/// Runs `f`, on a fresh stack segment if this thread's stack is low.
-#[cfg(not(miri))]
+/// The stack address below which a fork on the calling thread moves to a
+/// fresh segment; `usize::MAX` where the thread's stack bounds are unknown
+/// (every fork then asks `stacker`), zero under Miri (which cannot switch
+/// stacks).
+pub(crate) fn stack_limit_here() -> usize {
+    if cfg!(miri) {
+        return 0;
+    }
+    match stacker::remaining_stack() {
+        Some(remaining) => stack_address().saturating_sub(remaining) + STACK_RED_ZONE,
+        None => usize::MAX,
+    }
+}
+
+/// An address in the caller's frame: where the stack is now.
+#[inline(always)]
+fn stack_address() -> usize {
+    let marker = 0u8;
+    std::hint::black_box(&raw const marker) as usize
+}
+
+/// Runs `f`, on a fresh stack segment if the worker's stack is low: one
+/// comparison against the worker's limit on the common path.
 #[inline]
-fn grow_stack_if_needed<R>(f: impl FnOnce() -> R) -> R {
-    stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, f)
+fn grow_stack_if_needed<R>(worker: &WorkerThread, f: impl FnOnce() -> R) -> R {
+    if stack_address() >= worker.stack_limit().get() {
+        f()
+    } else {
+        grow_stack(worker, f)
+    }
+}
+
+/// The slow path of [`grow_stack_if_needed`]: the limit is reached (or
+/// unknown). Runs `f` on a fresh segment with the worker's limit set to
+/// that segment's, and restores the limit afterwards.
+#[cold]
+#[cfg(not(miri))]
+fn grow_stack<R>(worker: &WorkerThread, f: impl FnOnce() -> R) -> R {
+    let limit = worker.stack_limit().get();
+    if limit == usize::MAX {
+        return stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, f);
+    }
+    stacker::grow(STACK_SEGMENT, || {
+        worker.stack_limit().set(stack_limit_here());
+        let result = f();
+        worker.stack_limit().set(limit);
+        result
+    })
 }
 
 /// Miri cannot switch stacks (`stacker` uses assembly); its tests do not
 /// recurse deeply.
+#[cold]
 #[cfg(miri)]
-#[inline]
-fn grow_stack_if_needed<R>(f: impl FnOnce() -> R) -> R {
+fn grow_stack<R>(_worker: &WorkerThread, f: impl FnOnce() -> R) -> R {
     f()
 }
 

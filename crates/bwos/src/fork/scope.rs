@@ -260,7 +260,7 @@ fn poll_all(children: &mut [Child<Boxed<'_, ()>>], waker: &Waker) {
             // SAFETY: the current worker lives on this thread's stack while
             // the thread runs pool work, which includes this poll.
             let worker = unsafe { &*worker };
-            super::grow_stack_if_needed(|| {
+            super::grow_stack_if_needed(worker, || {
                 crate::join::join_in_worker(
                     worker,
                     || poll_all(left, waker),
