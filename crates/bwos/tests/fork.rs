@@ -198,6 +198,58 @@ fn a_waiting_child_does_not_stop_a_one_thread_pool() {
     });
 }
 
+/// Each scope child has a waker of its own: a wake-up polls that child,
+/// not all of them. Fifty children wait on channels filled one by one from
+/// another thread; each is polled at most twice (once waiting, once
+/// ready), where polling every child at every wake-up would poll the last
+/// ones up to fifty times.
+#[test]
+fn a_scope_polls_only_the_woken_children() {
+    watchdog("a_scope_polls_only_the_woken_children", || {
+        let pool = pool(2);
+        let children = 50;
+        let channels: Vec<_> = (0..children).map(|_| Oneshot::new()).collect();
+        let polls: Vec<AtomicUsize> = (0..children).map(|_| AtomicUsize::new(0)).collect();
+        let sender = {
+            let channels = channels.clone();
+            std::thread::spawn(move || {
+                for (i, channel) in channels.iter().enumerate() {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                    channel.send(i);
+                }
+            })
+        };
+        let received = AtomicUsize::new(0);
+        let (polls_ref, received_ref, channels_ref) = (&polls, &received, &channels);
+        pool.block_on(fork::scope(|s| async move {
+            for (i, channel) in channels_ref.iter().enumerate() {
+                let receive = channel.recv();
+                s.spawn(async move {
+                    let mut receive = std::pin::pin!(receive);
+                    let value = std::future::poll_fn(|cx| {
+                        polls_ref[i].fetch_add(1, Ordering::Relaxed);
+                        receive.as_mut().poll(cx)
+                    })
+                    .await;
+                    received_ref.fetch_add(value, Ordering::Relaxed);
+                });
+            }
+        }));
+        sender.join().unwrap();
+        assert_eq!(
+            received.load(Ordering::Relaxed),
+            (0..children).sum::<usize>()
+        );
+        for (i, count) in polls.iter().enumerate() {
+            let count = count.load(Ordering::Relaxed);
+            assert!(
+                (1..=2).contains(&count),
+                "child {i} was polled {count} times"
+            );
+        }
+    });
+}
+
 fn deep(depth: u64) -> Boxed<'static, u64> {
     fork::boxed(async move {
         if depth == 0 {

@@ -69,8 +69,9 @@
 //! future and free what its children borrow (tokio issue 3162). The wait
 //! is not idle: the worker runs other work, as a `crate::join` does.
 //!
-//! Each poll of a `join` or `scope` polls every unfinished child once;
-//! wake-ups are not tracked per child.
+//! A `join` polls both unfinished children at each of its polls; a
+//! `scope` gives each child a waker of its own and polls only the children
+//! woken (or spawned) since its last poll.
 //!
 //! # Panics
 //! A panic in a child is caught where it happens, the siblings run to

@@ -4,8 +4,9 @@
 use std::any::Any;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll, Wake, Waker};
 
 use super::child::Child;
 use super::frame::{Boxed, boxed};
@@ -17,10 +18,12 @@ use crate::worker::WorkerThread;
 /// scope's end is Nowa's sync.
 ///
 /// Children may borrow anything that outlives the scope (`'env`). Each
-/// poll of the scope's future polls the body first, then every child that
-/// was spawned or may have been woken since, in parallel: the children's
-/// polls are split in halves with [`fork::join`](super::join)'s mechanism,
-/// so idle workers steal them. Children that wait do not block the worker.
+/// poll of the scope's future polls the body first, then the children
+/// spawned or woken since the last poll (each child has a waker of its
+/// own, so a wake-up costs one child's poll, not a poll of all), in
+/// parallel: the children's polls are split in halves with
+/// [`fork::join`](super::join)'s mechanism, so idle workers steal them.
+/// Children that wait do not block the worker.
 ///
 /// # Panics
 /// A panic in the body or in a child is caught; the other children still
@@ -59,7 +62,11 @@ where
     });
     ScopeFuture {
         body: Child::Running(body),
-        children: Vec::new(),
+        slots: Vec::new(),
+        free_slots: Vec::new(),
+        live_children: 0,
+        to_poll: Vec::new(),
+        wake_list: Arc::default(),
         first_panic: None,
         shared,
     }
@@ -112,11 +119,7 @@ impl<'env> Scope<'env> {
         F: Future<Output = ()> + Send + 'env,
     {
         let child = boxed(child);
-        let mut spawned = self
-            .shared
-            .spawned
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut spawned = lock(&self.shared.spawned);
         assert!(
             !spawned.ended,
             "bwos::fork::Scope::spawn: the scope has ended (its future completed or was \
@@ -134,29 +137,128 @@ impl<'env> Scope<'env> {
 #[must_use = "futures do nothing unless polled"]
 pub struct ScopeFuture<'env, Fut: Future> {
     body: Child<Fut>,
-    /// Children that have not completed (`Boxed` frames: they never move).
-    children: Vec<Child<Boxed<'env, ()>>>,
+    /// One slot per child that has not completed, and free slots (`None`)
+    /// for the next spawns.
+    slots: Vec<Option<Slot<'env>>>,
+    free_slots: Vec<usize>,
+    live_children: usize,
+    /// Children to poll in the current poll: new or woken.
+    to_poll: Vec<(usize, Slot<'env>)>,
+    wake_list: Arc<WakeList>,
     first_panic: Option<Box<dyn Any + Send>>,
     shared: Arc<Shared<'env>>,
 }
 
-impl<Fut: Future> ScopeFuture<'_, Fut> {
-    /// Moves newly spawned children to `children`; `true` if there were
-    /// any. With `end_if_idle`, ends the scope if there were none (under
-    /// the lock, so no spawn slips in between).
+/// A child and its own waker (so that a wake-up polls that child only).
+struct Slot<'env> {
+    child: Child<Boxed<'env, ()>>,
+    wake: Arc<ChildWake>,
+    waker: Waker,
+}
+
+/// The children woken since the scope's future last looked, and the waker
+/// of the task that awaits the scope.
+#[derive(Default)]
+struct WakeList {
+    woken: Mutex<Vec<usize>>,
+    parent: Mutex<Option<Waker>>,
+}
+
+/// The waker of one child: marks the child woken and wakes the parent.
+struct ChildWake {
+    slot: usize,
+    /// Set by a wake-up, cleared before the child's next poll: a child is
+    /// listed once however often it is woken meanwhile.
+    woken: AtomicBool,
+    list: Arc<WakeList>,
+}
+
+impl Wake for ChildWake {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        // AcqRel: the swap that lists the child pairs with the clearing
+        // swap before its next poll, so that a wake-up after that clearing
+        // lists it again.
+        if self.woken.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        lock(&self.list.woken).push(self.slot);
+        let parent = lock(&self.list.parent).clone();
+        if let Some(parent) = parent {
+            parent.wake();
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl<'env, Fut: Future> ScopeFuture<'env, Fut> {
+    /// Moves newly spawned children into slots and queues them for a
+    /// poll; `true` if there were any. With `end_if_idle`, ends the scope
+    /// if there were none (under the lock, so no spawn slips in between).
     fn collect_spawned(&mut self, end_if_idle: bool) -> bool {
-        let mut spawned = self
-            .shared
-            .spawned
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut spawned = lock(&self.shared.spawned);
         if spawned.children.is_empty() {
             spawned.ended |= end_if_idle;
             return false;
         }
-        self.children
-            .extend(spawned.children.drain(..).map(Child::Running));
+        let children: Vec<Boxed<'env, ()>> = spawned.children.drain(..).collect();
+        drop(spawned);
+        for child in children {
+            let slot = self.free_slots.pop().unwrap_or_else(|| {
+                self.slots.push(None);
+                self.slots.len() - 1
+            });
+            let wake = Arc::new(ChildWake {
+                slot,
+                woken: AtomicBool::new(false),
+                list: Arc::clone(&self.wake_list),
+            });
+            let waker = Waker::from(Arc::clone(&wake));
+            self.live_children += 1;
+            self.to_poll.push((
+                slot,
+                Slot {
+                    child: Child::Running(child),
+                    wake,
+                    waker,
+                },
+            ));
+        }
         true
+    }
+
+    /// Queues the children woken since the last look for a poll.
+    fn collect_woken(&mut self) {
+        let woken = std::mem::take(&mut *lock(&self.wake_list.woken));
+        for index in woken {
+            // A stale index (a wake-up of a child that completed, or one
+            // already queued) finds no slot.
+            if let Some(slot) = self.slots.get_mut(index).and_then(Option::take) {
+                self.to_poll.push((index, slot));
+            }
+        }
+    }
+
+    /// Puts the polled children back, or frees their slots.
+    fn settle_polled(&mut self) {
+        for (index, slot) in std::mem::take(&mut self.to_poll) {
+            if slot.child.is_running() {
+                self.slots[index] = Some(slot);
+                continue;
+            }
+            let mut child = slot.child;
+            if let Err(payload) = child.take() {
+                self.record(payload);
+            }
+            self.live_children -= 1;
+            self.free_slots.push(index);
+        }
     }
 
     fn record(&mut self, payload: Box<dyn Any + Send>) {
@@ -164,6 +266,15 @@ impl<Fut: Future> ScopeFuture<'_, Fut> {
         // values.
         if self.first_panic.is_none() {
             self.first_panic = Some(payload);
+        }
+    }
+
+    /// Remembers the waker of the task that awaits the scope, for the
+    /// children's wake-ups.
+    fn register_parent(&self, waker: &Waker) {
+        let mut parent = lock(&self.wake_list.parent);
+        if !parent.as_ref().is_some_and(|known| known.will_wake(waker)) {
+            *parent = Some(waker.clone());
         }
     }
 }
@@ -180,44 +291,38 @@ where
         // place); nothing else of the scope's future needs pinning (the
         // children live in `Boxed` frames).
         let this = unsafe { self.get_unchecked_mut() };
-        let waker = cx.waker();
+        this.register_parent(cx.waker());
         // SAFETY: pinned (above).
-        unsafe { this.body.poll_once(waker) };
-        if let Child::Panicked(_) = this.body {
-            if let Err(payload) = this.body.take() {
-                this.record(payload);
-            }
+        unsafe { this.body.poll_once(cx.waker()) };
+        if let Child::Panicked(_) = this.body
+            && let Err(payload) = this.body.take()
+        {
+            this.record(payload);
         }
-        // Every child that was already there may have been woken; the
-        // ones spawned meanwhile have not been polled yet. Children spawned
-        // during a round are polled in the next one.
-        let mut first_unpolled = 0;
+        // Rounds: the children spawned or woken since the last round, in
+        // parallel; children spawned or woken during a round are polled in
+        // the next one.
         loop {
             this.collect_spawned(false);
-            if first_unpolled == this.children.len() {
+            this.collect_woken();
+            if this.to_poll.is_empty() {
                 break;
             }
-            poll_all(&mut this.children[first_unpolled..], waker);
-            first_unpolled = this.children.len();
-        }
-        let mut index = 0;
-        while index < this.children.len() {
-            match &this.children[index] {
-                Child::Running(_) => index += 1,
-                _ => {
-                    if let Err(payload) = this.children.swap_remove(index).take() {
-                        this.record(payload);
-                    }
-                }
+            for (_, slot) in &this.to_poll {
+                // AcqRel: see `ChildWake::wake_by_ref`.
+                slot.wake.woken.swap(false, Ordering::AcqRel);
             }
+            poll_all(&mut this.to_poll);
+            this.settle_polled();
         }
-        if this.body.is_running() || !this.children.is_empty() {
+        if this.body.is_running() || this.live_children != 0 {
             return Poll::Pending;
         }
         if this.collect_spawned(true) {
             // Spawned after the last round (only a handle smuggled out of
             // the scope can do that): poll them next time.
-            waker.wake_by_ref();
+            this.settle_polled_later();
+            cx.waker().wake_by_ref();
             return Poll::Pending;
         }
         if let Some(payload) = this.first_panic.take() {
@@ -230,42 +335,52 @@ where
     }
 }
 
-impl<Fut: Future> Drop for ScopeFuture<'_, Fut> {
-    fn drop(&mut self) {
-        // Children dropped here may (oddly) spawn from their destructors:
-        // drop until nothing is left, then end the scope.
-        self.children.clear();
-        while self.collect_spawned(true) {
-            self.children.clear();
+impl<Fut: Future> ScopeFuture<'_, Fut> {
+    /// Children collected at the very end stay queued: mark them woken so
+    /// that the next poll takes them.
+    fn settle_polled_later(&mut self) {
+        for (index, slot) in std::mem::take(&mut self.to_poll) {
+            slot.wake.woken.store(true, Ordering::Relaxed);
+            lock(&self.wake_list.woken).push(index);
+            self.slots[index] = Some(slot);
         }
     }
 }
 
-/// Polls every child of `children`, splitting the slice in halves with
-/// `join`'s stealable second half; returns once every poll is over.
-fn poll_all(children: &mut [Child<Boxed<'_, ()>>], waker: &Waker) {
+impl<Fut: Future> Drop for ScopeFuture<'_, Fut> {
+    fn drop(&mut self) {
+        // Children dropped here may (oddly) spawn from their destructors:
+        // drop until nothing is left, then end the scope.
+        self.slots.clear();
+        self.to_poll.clear();
+        while self.collect_spawned(true) {
+            self.to_poll.clear();
+        }
+    }
+}
+
+/// Polls every child of `children` with its own waker, splitting the
+/// slice in halves with `join`'s stealable second half; returns once every
+/// poll is over.
+fn poll_all(children: &mut [(usize, Slot<'_>)]) {
     match children {
         [] => {}
         // SAFETY: a `Child<Boxed>`'s future lives in its frame and never
         // moves, whatever happens to the `Child`.
-        [child] => unsafe { child.poll_once(waker) },
+        [(_, slot)] => unsafe { slot.child.poll_once(&slot.waker) },
         _ => {
             let worker = WorkerThread::current();
             let (left, right) = children.split_at_mut(children.len() / 2);
             if worker.is_null() {
-                poll_all(left, waker);
-                poll_all(right, waker);
+                poll_all(left);
+                poll_all(right);
                 return;
             }
             // SAFETY: the current worker lives on this thread's stack while
             // the thread runs pool work, which includes this poll.
             let worker = unsafe { &*worker };
             super::grow_stack_if_needed(worker, || {
-                crate::join::join_in_worker(
-                    worker,
-                    || poll_all(left, waker),
-                    || poll_all(right, waker),
-                )
+                crate::join::join_in_worker(worker, || poll_all(left), || poll_all(right))
             });
         }
     }
