@@ -27,8 +27,10 @@
 //! global pool, shutdown), `worker` (the scheduling loop), `steal` (victim
 //! selection: [`StealPolicy`], [`StealBatch`]), `idle` (what idle workers
 //! do: [`IdlePolicy`], including BWS's balanced work stealing), `stats`
-//! ([`PoolStats`]), `join` and `scope` (front ends), `job` and `latch`
-//! (what the front ends hand to workers).
+//! ([`PoolStats`]), `join` and `scope` (front ends), [`fork`] (async
+//! fork/join after Nowa, on the same workers), [`task`] and [`io`] (async
+//! tasks and sockets), `job` and `latch` (what the front ends hand to
+//! workers).
 //!
 //! # Panics
 //! A panic in user code never aborts the process: it reaches the caller
@@ -60,8 +62,8 @@
 //!
 //! # Verification
 //! The latch protocol, the Nowa scope counter, the sleep protocol, BWS's
-//! watchdog hand-off and credit wake-ups, and the async task state word
-//! are model-checked with loom: `RUSTFLAGS="--cfg loom" cargo test -p bwos
+//! watchdog hand-off and credit wake-ups, the async task state word and
+//! `fork::join`'s suspension and resumption are model-checked with loom: `RUSTFLAGS="--cfg loom" cargo test -p bwos
 //! --release --lib` (a loom build compiles only these protocol cores and
 //! their models, `src/loom_models.rs`).
 

@@ -362,7 +362,8 @@ impl WorkerThread {
     /// waits: it runs local, stolen or injected jobs, and sleeps only when
     /// there is none.
     ///
-    /// Consequences of child stealing (a later front end removes them):
+    /// Consequences of child stealing (`fork`'s async children avoid them
+    /// while they wait, not while a thief polls them: see `fork/mod.rs`):
     /// the jobs run here sit on top of the waiting frame, so the stack
     /// grows with every nested wait, and a job may run in the middle of
     /// another job of the same thread (reentrancy: thread-locals and locks
