@@ -82,11 +82,7 @@ where
     RA: Send,
     RB: Send,
 {
-    let private = worker.private_jobs();
-    // Hungry workers get the jobs queued so far: the oldest, and in
-    // fork/join the biggest. Otherwise, with enough jobs queued, `b` is not
-    // worth queueing.
-    if private > 0 && !worker.offer_if_hungry() && private >= JOIN_SLACK {
+    if runs_sequentially(worker) {
         return join_sequential(a, b);
     }
     let job_b = StackJob::new(WorkerLatch::new(worker), b);
@@ -107,6 +103,17 @@ where
         Some(job) if job.is(job_b_ref) => (result_a, job_b.run_inline()),
         popped => (result_a, reclaim_b(worker, &job_b, popped).into_value()),
     }
+}
+
+/// Whether a join on `worker` should run its two halves one after the
+/// other without queueing the second (lazy queueing, see the module docs).
+#[inline(always)]
+pub(crate) fn runs_sequentially(worker: &WorkerThread) -> bool {
+    let private = worker.private_jobs();
+    // Hungry workers get the jobs queued so far: the oldest, and in
+    // fork/join the biggest. Otherwise, with enough jobs queued, `b` is not
+    // worth queueing.
+    private > 0 && !worker.offer_if_hungry() && private >= JOIN_SLACK
 }
 
 /// Runs `a`, then `b`, on this thread without queueing `b`: the worker

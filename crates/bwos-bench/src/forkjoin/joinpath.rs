@@ -6,8 +6,9 @@
 //! valgrind --tool=callgrind target/release/bwos-bench joinpath <runtime> <workload> [threads] [runs]
 //! ```
 //!
-//! `workload` is `fib` (fib(25), 121,392 joins) or `tree` (a tree of 2^20
-//! nodes, one join per node). The difference to `serial`, divided by the
+//! `workload` is `fib` (fib(25), 121,392 joins), `fib35` (fib(35), for
+//! peak memory under `/usr/bin/time -v`) or `tree` (a tree of 2^20 nodes,
+//! one join per node). The difference to `serial`, divided by the
 //! join count, gives the instructions one join costs. It prints the median
 //! time of a run, which is only meaningful outside valgrind.
 
@@ -26,6 +27,8 @@ use super::runtime::{Bwos, Chili, ForkJoin, Rayon, Serial};
 pub enum Workload {
     /// fib(25): 121,392 joins, almost no work per join.
     Fib,
+    /// fib(35): 14,930,351 joins; for peak memory (`/usr/bin/time -v`).
+    Fib35,
     /// The sum of a balanced tree of 2^20 nodes, one join per node.
     Tree,
 }
@@ -103,6 +106,7 @@ fn on_runtime<K: Kernel>(kernel: &K, args: &JoinPathArgs) -> (u64, Duration) {
 pub fn run(args: &JoinPathArgs) {
     let (value, median) = match args.workload {
         Workload::Fib => on_runtime(&Fib { n: 25 }, args),
+        Workload::Fib35 => on_runtime(&Fib { n: 35 }, args),
         Workload::Tree => on_runtime(&TreeSum::balanced(1 << 20), args),
     };
     println!(

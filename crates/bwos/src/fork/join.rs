@@ -86,14 +86,19 @@ where
         // (`Child::take` moves only finished outcomes).
         let this = unsafe { self.get_unchecked_mut() };
         let waker = cx.waker();
-        match (this.a.is_running(), this.b.is_running()) {
-            // SAFETY: both children are pinned (above).
-            (true, true) => unsafe { poll_both(&mut this.a, &mut this.b, waker) },
-            // SAFETY: as above.
-            (true, false) => unsafe { this.a.poll_once(waker) },
-            // SAFETY: as above.
-            (false, true) => unsafe { this.b.poll_once(waker) },
-            (false, false) => {}
+        match poll_sequential_fast(this, cx) {
+            Fast::Finished(poll) => return poll,
+            // SAFETY: `b` is pinned (above).
+            Fast::PollSecond => unsafe { this.b.poll_once(waker) },
+            Fast::NotTaken => match (this.a.is_running(), this.b.is_running()) {
+                // SAFETY: both children are pinned (above).
+                (true, true) => unsafe { poll_both(&mut this.a, &mut this.b, waker) },
+                // SAFETY: as above.
+                (true, false) => unsafe { this.a.poll_once(waker) },
+                // SAFETY: as above.
+                (false, true) => unsafe { this.b.poll_once(waker) },
+                (false, false) => {}
+            },
         }
         if this.a.is_running() || this.b.is_running() {
             return Poll::Pending;
@@ -103,6 +108,97 @@ where
         match (a, b) {
             (Ok(a), Ok(b)) => Poll::Ready((a, b)),
             (Err(payload), _) | (Ok(_), Err(payload)) => std::panic::resume_unwind(payload),
+        }
+    }
+}
+
+/// What the sequential fast path did.
+enum Fast<T> {
+    /// The join's poll is over, with this outcome.
+    Finished(Poll<T>),
+    /// `a` was polled (it waits, or it panicked); `b` must be polled.
+    PollSecond,
+    /// The fast path does not apply.
+    NotTaken,
+}
+
+/// What the sequential fast path saw.
+enum Sequential<A, B> {
+    /// Both children finished.
+    Both(A, B),
+    /// `a` finished, `b` waits.
+    First(A),
+    /// `a` waits; `b` was not polled.
+    Neither,
+}
+
+/// The common case of a fine-grained recursion, with nothing of the
+/// slower path's generality: both children still run, the worker runs
+/// joins without queueing (lazy queueing, as in `crate::join`) and its
+/// stack is not low. Polls `a`, then `b` (if `a` finished), with the
+/// caller's context, under one `catch_unwind`, and writes the children's
+/// states only when they do not both finish.
+#[inline(always)]
+fn poll_sequential_fast<FA, FB>(
+    this: &mut Join<FA, FB>,
+    cx: &mut Context<'_>,
+) -> Fast<(FA::Output, FB::Output)>
+where
+    FA: Future + Send,
+    FB: Future + Send,
+    FA::Output: Send,
+    FB::Output: Send,
+{
+    let (Child::Running(fa), Child::Running(fb)) = (&mut this.a, &mut this.b) else {
+        return Fast::NotTaken;
+    };
+    let worker = WorkerThread::current();
+    if worker.is_null() {
+        return Fast::NotTaken;
+    }
+    // SAFETY: the current worker lives on this thread's stack while the
+    // thread runs pool work, which includes this poll.
+    let worker = unsafe { &*worker };
+    if !crate::join::runs_sequentially(worker) || super::stack_is_low(worker) {
+        return Fast::NotTaken;
+    }
+    // SAFETY: the children are pinned with the join (see `Join::poll`).
+    let (fa, fb) = unsafe { (Pin::new_unchecked(fa), Pin::new_unchecked(fb)) };
+    let a_finished = std::cell::Cell::new(false);
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match fa.poll(cx) {
+        Poll::Ready(a) => {
+            a_finished.set(true);
+            match fb.poll(cx) {
+                Poll::Ready(b) => Sequential::Both(a, b),
+                Poll::Pending => Sequential::First(a),
+            }
+        }
+        Poll::Pending => Sequential::Neither,
+    }));
+    match outcome {
+        Ok(Sequential::Both(a, b)) => {
+            // Drops the finished futures in place.
+            this.a = Child::Taken;
+            this.b = Child::Taken;
+            Fast::Finished(Poll::Ready((a, b)))
+        }
+        Ok(Sequential::First(a)) => {
+            this.a = Child::Done(a);
+            Fast::Finished(Poll::Pending)
+        }
+        Ok(Sequential::Neither) => Fast::PollSecond,
+        Err(payload) if a_finished.get() => {
+            // `b` panicked after `a` finished: the join's outcome is `b`'s
+            // panic (`a`'s output went with the unwinding), and nothing is
+            // left to wait for.
+            this.a = Child::Taken;
+            this.b = Child::Taken;
+            std::panic::resume_unwind(payload)
+        }
+        Err(payload) => {
+            // `a` panicked: `b` still runs to completion first.
+            this.a = Child::Panicked(payload);
+            Fast::PollSecond
         }
     }
 }

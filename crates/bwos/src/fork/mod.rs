@@ -156,14 +156,21 @@ fn stack_address() -> usize {
     std::hint::black_box(&raw const marker) as usize
 }
 
+/// Whether the worker's stack is below its limit (see
+/// [`grow_stack_if_needed`]).
+#[inline(always)]
+fn stack_is_low(worker: &WorkerThread) -> bool {
+    stack_address() < worker.stack_limit().get()
+}
+
 /// Runs `f`, on a fresh stack segment if the worker's stack is low: one
 /// comparison against the worker's limit on the common path.
 #[inline]
 fn grow_stack_if_needed<R>(worker: &WorkerThread, f: impl FnOnce() -> R) -> R {
-    if stack_address() >= worker.stack_limit().get() {
-        f()
-    } else {
+    if stack_is_low(worker) {
         grow_stack(worker, f)
+    } else {
+        f()
     }
 }
 

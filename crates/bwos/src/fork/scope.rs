@@ -35,11 +35,12 @@ use crate::worker::WorkerThread;
 ///
 /// let values: Vec<u64> = (1..=100).collect();
 /// let total = AtomicU64::new(0);
-/// bwos::block_on(bwos::fork::scope(|s| async {
-///     for chunk in values.chunks(10) {
-///         let total = &total;
+/// let (values_ref, total_ref) = (&values, &total);
+/// // `async move` moves the handle `s` and the two references in.
+/// bwos::block_on(bwos::fork::scope(|s| async move {
+///     for chunk in values_ref.chunks(10) {
 ///         s.spawn(async move {
-///             total.fetch_add(chunk.iter().sum(), Ordering::Relaxed);
+///             total_ref.fetch_add(chunk.iter().sum(), Ordering::Relaxed);
 ///         });
 ///     }
 /// }));
