@@ -269,6 +269,15 @@ fn a_million_levels_deep() {
     });
 }
 
+/// Outside pools (another executor polls the forks) a deep recursion grows
+/// the stack the same way: 200,000 levels on a test thread's 2 MiB stack.
+#[test]
+fn a_deep_recursion_outside_pools() {
+    watchdog("a_deep_recursion_outside_pools", || {
+        assert_eq!(futures_lite::future::block_on(deep(200_000)), 200_000);
+    });
+}
+
 #[test]
 fn a_panic_reaches_the_parent_after_the_sibling_finished() {
     watchdog(

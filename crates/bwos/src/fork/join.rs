@@ -220,11 +220,13 @@ where
 {
     let worker = WorkerThread::current();
     if worker.is_null() {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            a.poll_once(waker);
-            b.poll_once(waker);
-        }
+        super::grow_stack_outside_pools(|| {
+            // SAFETY: forwarded from the caller.
+            unsafe {
+                a.poll_once(waker);
+                b.poll_once(waker);
+            }
+        });
         return;
     }
     // SAFETY: the current worker lives on this thread's stack while the

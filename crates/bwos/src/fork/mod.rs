@@ -174,6 +174,16 @@ fn grow_stack_if_needed<R>(worker: &WorkerThread, f: impl FnOnce() -> R) -> R {
     }
 }
 
+/// [`grow_stack_if_needed`] for a thread outside pools (another
+/// executor polls the fork): `stacker`'s own check, a thread-local lookup.
+#[inline]
+fn grow_stack_outside_pools<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(not(miri))]
+    return stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, f);
+    #[cfg(miri)]
+    f()
+}
+
 /// The slow path of [`grow_stack_if_needed`]: the limit is reached (or
 /// unknown). Runs `f` on a fresh segment with the worker's limit set to
 /// that segment's, and restores the limit afterwards.

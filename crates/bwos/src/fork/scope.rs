@@ -373,8 +373,10 @@ fn poll_all(children: &mut [(usize, Slot<'_>)]) {
             let worker = WorkerThread::current();
             let (left, right) = children.split_at_mut(children.len() / 2);
             if worker.is_null() {
-                poll_all(left);
-                poll_all(right);
+                super::grow_stack_outside_pools(|| {
+                    poll_all(left);
+                    poll_all(right);
+                });
                 return;
             }
             // SAFETY: the current worker lives on this thread's stack while
