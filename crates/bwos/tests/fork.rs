@@ -327,37 +327,40 @@ fn a_panic_reaches_the_parent_after_the_sibling_finished() {
 /// outer, finished.
 #[test]
 fn a_panic_in_a_nested_sequential_join_waits_for_the_siblings() {
-    watchdog("a_panic_in_a_nested_sequential_join_waits_for_the_siblings", || {
-        let pool = pool(1);
-        for panicking in ["first", "second"] {
-            let finished = AtomicUsize::new(0);
-            let finished_ref = &finished;
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                pool.block_on(fork::join(
-                    fork::join(
+    watchdog(
+        "a_panic_in_a_nested_sequential_join_waits_for_the_siblings",
+        || {
+            let pool = pool(1);
+            for panicking in ["first", "second"] {
+                let finished = AtomicUsize::new(0);
+                let finished_ref = &finished;
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    pool.block_on(fork::join(
+                        fork::join(
+                            async move {
+                                if panicking == "first" {
+                                    panic!("inner first");
+                                }
+                                finished_ref.fetch_add(1, Ordering::Relaxed);
+                            },
+                            async move {
+                                if panicking == "second" {
+                                    panic!("inner second");
+                                }
+                                finished_ref.fetch_add(1, Ordering::Relaxed);
+                            },
+                        ),
                         async move {
-                            if panicking == "first" {
-                                panic!("inner first");
-                            }
                             finished_ref.fetch_add(1, Ordering::Relaxed);
                         },
-                        async move {
-                            if panicking == "second" {
-                                panic!("inner second");
-                            }
-                            finished_ref.fetch_add(1, Ordering::Relaxed);
-                        },
-                    ),
-                    async move {
-                        finished_ref.fetch_add(1, Ordering::Relaxed);
-                    },
-                ))
-            }));
-            let payload = result.expect_err("the join panics");
-            assert_eq!(panic_message(&payload), format!("inner {panicking}"));
-            assert_eq!(finished.load(Ordering::Relaxed), 2, "{panicking}");
-        }
-    });
+                    ))
+                }));
+                let payload = result.expect_err("the join panics");
+                assert_eq!(panic_message(&payload), format!("inner {panicking}"));
+                assert_eq!(finished.load(Ordering::Relaxed), 2, "{panicking}");
+            }
+        },
+    );
 }
 
 #[test]
