@@ -539,7 +539,8 @@ impl std::error::Error for ThreadPoolBuildError {
 fn main_thread_stack_size() -> Option<usize> {
     const MIN: usize = 2 << 20;
     const MAX: usize = 64 << 20;
-    if std::env::var_os("RUST_MIN_STACK").is_some() {
+    // Miri does not model `getrlimit`: std's default there.
+    if cfg!(miri) || std::env::var_os("RUST_MIN_STACK").is_some() {
         return None;
     }
     let mut limit = libc::rlimit {

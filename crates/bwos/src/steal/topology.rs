@@ -130,13 +130,14 @@ fn parse_cpu_list(list: &str) -> Option<Vec<u32>> {
 
 /// The CPU the calling thread runs on now, if the OS says.
 pub(crate) fn current_cpu() -> Option<u32> {
-    #[cfg(target_os = "linux")]
+    // Miri does not model `sched_getcpu`: "unknown", as on other systems.
+    #[cfg(all(target_os = "linux", not(miri)))]
     {
         // SAFETY: sched_getcpu has no preconditions; it returns -1 on error.
         let cpu = unsafe { libc::sched_getcpu() };
         u32::try_from(cpu).ok()
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(any(not(target_os = "linux"), miri))]
     {
         None
     }
