@@ -84,9 +84,11 @@
 //! the global allocator on each; [`boxed`] takes a frame from the calling
 //! thread's frame cache (see [`Boxed`] for how much memory it keeps), which
 //! is the way to write recursive fork/join code. Forks nest polls on the
-//! native stack like any future combinator; when a worker's stack runs low
-//! a fork continues on a fresh stack segment (the `stacker` crate), so a
-//! recursion a million levels deep runs on the default worker stack.
+//! native stack like any future combinator; when the stack runs low (one
+//! comparison per fork on a worker, `stacker`'s own check outside pools)
+//! a fork continues on a fresh 4 MiB stack segment (the `stacker` crate),
+//! so a recursion a million levels deep runs on the default worker stack.
+//! Segments are freed as the recursion returns.
 //!
 //! # `spawn`
 //! [`spawn`] starts a detached child: a task of the pool whose output the
