@@ -9,6 +9,7 @@
 //! the algorithms and cut-offs are the synchronous kernels'.
 
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
@@ -49,29 +50,27 @@ pub trait AsyncFork: 'static {
     }
 }
 
-fn bwos_pool(threads: usize) -> bwos::ThreadPool {
-    bwos::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .expect("a bwos pool")
+/// How a runtime boxes recursive calls: the only difference between
+/// `fork` and `fork-box-pin`.
+pub trait BoxStrategy: 'static {
+    /// A boxed future.
+    type Boxed<'a, T: 'a>: Future<Output = T> + Send + 'a;
+    /// The name of `bwos::fork` with this strategy, as in the tables.
+    const FORK_NAME: &'static str;
+
+    /// Boxes a recursive call.
+    fn boxed<'a, F>(future: F) -> Self::Boxed<'a, F::Output>
+    where
+        F: Future + Send + 'a,
+        F::Output: 'a;
 }
 
-/// `bwos::fork::join` with `bwos::fork::boxed` frames, in
-/// `ThreadPool::block_on`: the documented way.
-pub struct Fork;
+/// `bwos::fork::boxed`: frames from the worker's frame cache.
+pub struct FrameCache;
 
-impl AsyncFork for Fork {
+impl BoxStrategy for FrameCache {
     type Boxed<'a, T: 'a> = bwos::fork::Boxed<'a, T>;
-    type Pool = bwos::ThreadPool;
-    const NAME: &'static str = "fork";
-
-    fn build(threads: usize) -> bwos::ThreadPool {
-        bwos_pool(threads)
-    }
-
-    fn block_on<T: Send>(pool: &bwos::ThreadPool, future: impl Future<Output = T> + Send) -> T {
-        pool.block_on(future)
-    }
+    const FORK_NAME: &'static str = "fork";
 
     #[inline]
     fn boxed<'a, F>(future: F) -> bwos::fork::Boxed<'a, F::Output>
@@ -81,41 +80,17 @@ impl AsyncFork for Fork {
     {
         bwos::fork::boxed(future)
     }
-
-    #[inline]
-    fn join<FA, FB>(fa: FA, fb: FB) -> impl Future<Output = (FA::Output, FB::Output)> + Send
-    where
-        FA: Future + Send,
-        FB: Future + Send,
-        FA::Output: Send,
-        FB::Output: Send,
-    {
-        bwos::fork::join(fa, fb)
-    }
-
-    fn stats(pool: &bwos::ThreadPool) -> Option<bwos::PoolStats> {
-        Some(pool.stats())
-    }
 }
 
 /// A `Box::pin`ned recursive call.
 pub type PinBox<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// `bwos::fork::join` with `Box::pin` frames.
-pub struct ForkBoxPin;
+/// `Box::pin`: the global allocator per call.
+pub struct PinBoxes;
 
-impl AsyncFork for ForkBoxPin {
+impl BoxStrategy for PinBoxes {
     type Boxed<'a, T: 'a> = PinBox<'a, T>;
-    type Pool = bwos::ThreadPool;
-    const NAME: &'static str = "fork-box-pin";
-
-    fn build(threads: usize) -> bwos::ThreadPool {
-        bwos_pool(threads)
-    }
-
-    fn block_on<T: Send>(pool: &bwos::ThreadPool, future: impl Future<Output = T> + Send) -> T {
-        pool.block_on(future)
-    }
+    const FORK_NAME: &'static str = "fork-box-pin";
 
     #[inline]
     fn boxed<'a, F>(future: F) -> PinBox<'a, F::Output>
@@ -124,6 +99,41 @@ impl AsyncFork for ForkBoxPin {
         F::Output: 'a,
     {
         Box::pin(future)
+    }
+}
+
+/// `bwos::fork::join` in `ThreadPool::block_on`, boxing with `S`.
+pub struct BwosFork<S>(PhantomData<S>);
+
+/// `bwos::fork` with `fork::boxed` frames: the documented way.
+pub type Fork = BwosFork<FrameCache>;
+
+/// `bwos::fork` with `Box::pin` frames.
+pub type ForkBoxPin = BwosFork<PinBoxes>;
+
+impl<S: BoxStrategy> AsyncFork for BwosFork<S> {
+    type Boxed<'a, T: 'a> = S::Boxed<'a, T>;
+    type Pool = bwos::ThreadPool;
+    const NAME: &'static str = S::FORK_NAME;
+
+    fn build(threads: usize) -> bwos::ThreadPool {
+        bwos::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("a bwos pool")
+    }
+
+    fn block_on<T: Send>(pool: &bwos::ThreadPool, future: impl Future<Output = T> + Send) -> T {
+        pool.block_on(future)
+    }
+
+    #[inline]
+    fn boxed<'a, F>(future: F) -> S::Boxed<'a, F::Output>
+    where
+        F: Future + Send + 'a,
+        F::Output: 'a,
+    {
+        S::boxed(future)
     }
 
     #[inline]
@@ -164,7 +174,7 @@ impl AsyncFork for AsyncSerial {
         F: Future + Send + 'a,
         F::Output: 'a,
     {
-        Box::pin(future)
+        PinBoxes::boxed(future)
     }
 
     #[inline]

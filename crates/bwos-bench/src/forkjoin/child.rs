@@ -82,36 +82,67 @@ impl Visitor for Measure {
 
 type Measured = (f64, u64, Option<bwos::PoolStats>);
 
+/// The timed runs of one measurement: their total time, and the first
+/// digest that differs from the warm-up's.
+struct Runs {
+    warm_up: u64,
+    elapsed: Duration,
+    inconsistent: Option<u64>,
+}
+
+impl Runs {
+    fn after_warm_up(warm_up: u64) -> Self {
+        Runs {
+            warm_up,
+            elapsed: Duration::ZERO,
+            inconsistent: None,
+        }
+    }
+
+    /// A run that started at `start` and computed `digest`.
+    fn record(&mut self, start: Instant, digest: u64) {
+        self.elapsed += start.elapsed();
+        if digest != self.warm_up {
+            self.inconsistent = Some(digest);
+        }
+    }
+
+    /// The mean time per run, or the error of a runtime that computed two
+    /// different results.
+    fn finish(
+        self,
+        runtime: &str,
+        iterations: u32,
+        stats: Option<bwos::PoolStats>,
+    ) -> Result<Measured, String> {
+        if let Some(other) = self.inconsistent {
+            return Err(format!(
+                "{runtime} computed two different results in one process: {:#x} and {other:#x}",
+                self.warm_up
+            ));
+        }
+        Ok((
+            self.elapsed.as_secs_f64() / f64::from(iterations),
+            self.warm_up,
+            stats,
+        ))
+    }
+}
+
 fn measure<K: Kernel, R: ForkJoin>(kernel: &K, how: &Measure) -> Result<Measured, String> {
     let pool = R::build(how.threads);
-    let (elapsed, digest, inconsistent) = R::run(&pool, |ctx| {
-        let warm_up = kernel.run::<R>(&mut kernel.scratch(), ctx);
-        let mut elapsed = Duration::ZERO;
-        let mut inconsistent = None;
+    let runs = R::run(&pool, |ctx| {
+        let mut runs = Runs::after_warm_up(kernel.run::<R>(&mut kernel.scratch(), ctx));
         for _ in 0..how.iterations {
             let mut scratch = kernel.scratch();
             let start = Instant::now();
             let digest = black_box(kernel.run::<R>(&mut scratch, ctx));
-            elapsed += start.elapsed();
+            runs.record(start, digest);
             drop(scratch);
-            if digest != warm_up {
-                inconsistent = Some(digest);
-            }
         }
-        (elapsed, warm_up, inconsistent)
+        runs
     });
-    if let Some(other) = inconsistent {
-        return Err(format!(
-            "{} computed two different results in one process: {digest:#x} and {other:#x}",
-            R::NAME
-        ));
-    }
-    let stats = R::stats(&pool);
-    Ok((
-        elapsed.as_secs_f64() / f64::from(how.iterations),
-        digest,
-        stats,
-    ))
+    runs.finish(R::NAME, how.iterations, R::stats(&pool))
 }
 
 /// [`measure`] for the kernel's async form on `A`: the same warm-up and
@@ -124,15 +155,14 @@ fn measure_async<K: Kernel, A: AsyncFork>(kernel: &K, how: &Measure) -> Result<M
         ));
     }
     let pool = A::build(how.threads);
-    let (elapsed, digest, inconsistent) = A::block_on(&pool, async {
+    let runs = A::block_on(&pool, async {
         let mut scratch = kernel.scratch();
         let warm_up = kernel
             .run_async::<A>(&mut scratch)
             .expect("checked above")
             .await;
         drop(scratch);
-        let mut elapsed = Duration::ZERO;
-        let mut inconsistent = None;
+        let mut runs = Runs::after_warm_up(warm_up);
         for _ in 0..how.iterations {
             let mut scratch = kernel.scratch();
             let start = Instant::now();
@@ -140,26 +170,12 @@ fn measure_async<K: Kernel, A: AsyncFork>(kernel: &K, how: &Measure) -> Result<M
                 .run_async::<A>(&mut scratch)
                 .expect("checked above")
                 .await;
-            let digest = black_box(digest);
-            elapsed += start.elapsed();
+            runs.record(start, black_box(digest));
             drop(scratch);
-            if digest != warm_up {
-                inconsistent = Some(digest);
-            }
         }
-        (elapsed, warm_up, inconsistent)
+        runs
     });
-    if let Some(other) = inconsistent {
-        return Err(format!(
-            "{} computed two different results in one process: {digest:#x} and {other:#x}",
-            A::NAME
-        ));
-    }
-    Ok((
-        elapsed.as_secs_f64() / f64::from(how.iterations),
-        digest,
-        A::stats(&pool),
-    ))
+    runs.finish(A::NAME, how.iterations, A::stats(&pool))
 }
 
 /// `VmHWM` of `/proc/self/status`, where there is one.

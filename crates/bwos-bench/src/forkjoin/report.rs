@@ -112,6 +112,20 @@ impl<'a> Index<'a> {
         Summary::of(&ratios)
     }
 
+    /// "median time (speedup)", or "n/a".
+    fn time_cell(&self, kernel: Suite, threads: usize, runtime: Runtime) -> String {
+        self.time(kernel, threads, runtime)
+            .map_or("n/a".into(), |t| {
+                format!(
+                    "{} ({})",
+                    time(t.median),
+                    or_na(self.speedup(kernel, threads, runtime), |s| format!(
+                        "{s:.2}x"
+                    ))
+                )
+            })
+    }
+
     fn peak_mib(&self, kernel: Suite, threads: usize, runtime: Runtime) -> Option<f64> {
         self.cell(kernel, threads, runtime)
             .filter_map(|s| s.peak_rss_kib)
@@ -193,18 +207,7 @@ pub fn tables(samples: &[Sample]) -> String {
         for &threads in &index.threads {
             let mut row = format!("| {threads} |");
             for runtime in Runtime::PARALLEL {
-                let cell = index
-                    .time(kernel, threads, runtime)
-                    .map_or("n/a".into(), |t| {
-                        format!(
-                            "{} ({})",
-                            time(t.median),
-                            or_na(index.speedup(kernel, threads, runtime), |s| format!(
-                                "{s:.2}x"
-                            ))
-                        )
-                    });
-                let _ = write!(row, " {cell} |");
+                let _ = write!(row, " {} |", index.time_cell(kernel, threads, runtime));
             }
             for peer in [Runtime::Rayon, Runtime::Chili] {
                 let _ = write!(
@@ -371,18 +374,7 @@ fn fork_tables(index: &Index<'_>, out: &mut String) {
         for &threads in &index.threads {
             let mut row = format!("| {} | {threads} |", kernel.name());
             for runtime in [Runtime::Fork, Runtime::ForkBoxPin] {
-                let cell = index
-                    .time(kernel, threads, runtime)
-                    .map_or("n/a".into(), |t| {
-                        format!(
-                            "{} ({})",
-                            time(t.median),
-                            or_na(index.speedup(kernel, threads, runtime), |s| format!(
-                                "{s:.2}x"
-                            ))
-                        )
-                    });
-                let _ = write!(row, " {cell} |");
+                let _ = write!(row, " {} |", index.time_cell(kernel, threads, runtime));
             }
             for peer in Runtime::PARALLEL {
                 let _ = write!(

@@ -129,17 +129,9 @@ fn forgetting_a_join_part_way_never_polls_its_children_again() {
     };
     let mut join = Box::pin(fork::join(child(), child()));
     assert!(poll_once(join.as_mut()).is_pending());
-    // The hole of scoped async spawning: no destructor runs. Here the
-    // join's memory is even freed without its drop glue (as `mem::forget`
-    // followed by reuse of the leaked memory would look to the children);
-    // a child polled after this would read freed memory, and Miri would
-    // say so.
-    // SAFETY: the pointee is not used again; freeing without dropping is
-    // allowed (it is a leak, as far as the children can tell).
-    unsafe {
-        let raw = Box::into_raw(Pin::into_inner_unchecked(join));
-        std::alloc::dealloc(raw.cast(), std::alloc::Layout::for_value(&*raw));
-    }
+    // The hole of scoped async spawning: no destructor runs. A child
+    // polled after this would read freed memory, and Miri would say so.
+    free_without_drop(join);
     drop(data);
     if let Some(waker) = waker.lock().unwrap().take() {
         waker.wake();
@@ -248,11 +240,7 @@ fn cancelling_inside_a_pool_leaves_no_child_running() {
             pool.block_on(async {
                 let mut join = Box::pin(fork::join(child(), fork::join(child(), child())));
                 assert!(poll_in_task(join.as_mut()).await.is_pending());
-                // SAFETY: as in the test without a pool.
-                unsafe {
-                    let raw = Box::into_raw(Pin::into_inner_unchecked(join));
-                    std::alloc::dealloc(raw.cast(), std::alloc::Layout::for_value(&*raw));
-                }
+                free_without_drop(join);
             });
             drop(data);
             if let Some(waker) = waker.lock().unwrap().take() {
@@ -262,6 +250,19 @@ fn cancelling_inside_a_pool_leaves_no_child_running() {
             assert_eq!(polls.load(Ordering::Relaxed), 3);
         }
     });
+}
+
+/// `mem::forget`, and then the leaked memory reused: frees `pinned`'s
+/// memory without running its drop glue. To what it contains this is a
+/// forget (no destructor runs), and Miri's leak check stays on.
+fn free_without_drop<T>(pinned: Pin<Box<T>>) {
+    // SAFETY: the pointee is not used again and is never dropped, which is
+    // allowed (a leak, as far as its contents can tell); the memory is
+    // freed with the layout it was allocated with.
+    unsafe {
+        let raw = Box::into_raw(Pin::into_inner_unchecked(pinned));
+        std::alloc::dealloc(raw.cast(), std::alloc::Layout::for_value(&*raw));
+    }
 }
 
 /// Polls `future` once from inside the task, with the task's waker.
