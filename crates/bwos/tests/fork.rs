@@ -57,6 +57,62 @@ fn fib_on_one_two_and_four_threads() {
     });
 }
 
+/// Sums `values` with borrowing joins, marking each value in `seen`; the
+/// leaves yield once, so that their parents suspend.
+fn count_once<'a>(values: &'a [u64], seen: &'a [AtomicUsize]) -> Boxed<'a, u64> {
+    fork::boxed(async move {
+        if values.len() <= 64 {
+            bwos::task::yield_now().await;
+            for &value in values {
+                seen[value as usize].fetch_add(1, Ordering::Relaxed);
+            }
+            return values.iter().sum();
+        }
+        let (left, right) = values.split_at(values.len() / 2);
+        let (a, b) = fork::join(count_once(left, seen), count_once(right, seen)).await;
+        a + b
+    })
+}
+
+/// Many parents at once: 200 tasks fork on the same pool, each summing
+/// its own slice of unique values through borrowing joins, with yields in
+/// the leaves so that parents suspend and move between workers. Every
+/// value is counted exactly once.
+#[test]
+fn many_tasks_fork_at_once_and_count_every_value_once() {
+    watchdog("many_tasks_fork_at_once_and_count_every_value_once", || {
+        let pool = pool(2);
+        let tasks = 200usize;
+        let per_task = 1_000usize;
+        // Rounds: more interleavings of suspensions, steals and wake-ups.
+        for _ in 0..20 {
+            let values: Arc<Vec<u64>> = Arc::new((0..(tasks * per_task) as u64).collect());
+            let seen: Arc<Vec<AtomicUsize>> =
+                Arc::new((0..values.len()).map(|_| AtomicUsize::new(0)).collect());
+            let handles: Vec<_> = (0..tasks)
+                .map(|task| {
+                    let (values, seen) = (Arc::clone(&values), Arc::clone(&seen));
+                    pool.spawn_task(async move {
+                        let range = task * per_task..(task + 1) * per_task;
+                        count_once(&values[range], &seen).await
+                    })
+                })
+                .collect();
+            let total = pool.block_on(async move {
+                let mut total = 0;
+                for handle in handles {
+                    total += handle.await.expect("no task panics");
+                }
+                total
+            });
+            assert_eq!(total, values.iter().sum::<u64>());
+            for (value, count) in seen.iter().enumerate() {
+                assert_eq!(count.load(Ordering::Relaxed), 1, "value {value}");
+            }
+        }
+    });
+}
+
 /// Borrowing children: quicksort of a `&mut [u64]` in place.
 fn quicksort(values: &mut [u64]) -> Boxed<'_, ()> {
     fork::boxed(async move {
