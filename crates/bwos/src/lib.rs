@@ -90,6 +90,9 @@ mod counter;
 mod driver_seat;
 #[cfg(not(loom))]
 pub mod fork;
+#[cfg(loom)]
+#[path = "fork/boundary.rs"]
+mod fork_boundary;
 #[cfg(not(loom))]
 pub mod io;
 #[cfg(not(loom))]
