@@ -96,10 +96,14 @@
 //! lifetime: the handle may be dropped or forgotten while the child runs,
 //! so the child cannot borrow (use [`scope`] for borrowing children).
 
+#[cfg_attr(not(test), allow(dead_code))]
+mod boundary;
 mod child;
 pub(crate) mod frame;
 mod join;
 mod scope;
+#[allow(dead_code, unreachable_pub)]
+mod scoped;
 
 pub use frame::{Boxed, boxed};
 pub use join::{Join, join};

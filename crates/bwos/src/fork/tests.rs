@@ -269,3 +269,111 @@ fn free_without_drop<T>(pinned: Pin<Box<T>>) {
 async fn poll_in_task<F: Future + ?Sized>(mut future: Pin<&mut F>) -> Poll<F::Output> {
     std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await
 }
+
+mod scoped {
+    use super::super::scoped::{Scope, block_on};
+    use crate::fork::{self, Boxed};
+    use std::future::Future;
+
+    fn fib<'s, 'env>(s: Scope<'s, 'env>, n: u64) -> Boxed<'s, u64> {
+        fork::boxed(async move {
+            if n < 2 {
+                return n;
+            }
+            let (a, b) = s.join(fib(s, n - 1), fib(s, n - 2)).await;
+            a + b
+        })
+    }
+
+    fn quicksort<'s, 'env>(s: Scope<'s, 'env>, values: &'s mut [u64]) -> Boxed<'s, ()> {
+        fork::boxed(async move {
+            if values.len() <= 16 {
+                values.sort_unstable();
+                return;
+            }
+            let pivot = values[values.len() / 2];
+            let mut left = 0;
+            for i in 0..values.len() {
+                if values[i] < pivot {
+                    values.swap(i, left);
+                    left += 1;
+                }
+            }
+            let (low, high) = values.split_at_mut(left);
+            let at = high.iter().position(|&v| v == pivot).expect("the pivot");
+            high.swap(0, at);
+            s.join(quicksort(s, low), quicksort(s, &mut high[1..]))
+                .await;
+        })
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "long")]
+    fn scoped_fib_and_borrowing_quicksort() {
+        bwos_testkit::watchdog("scoped_fib_and_borrowing_quicksort", || {
+            let pool = crate::ThreadPoolBuilder::new()
+                .num_threads(2)
+                .build()
+                .unwrap();
+            pool.install(|| {
+                for _ in 0..20 {
+                    assert_eq!(block_on(|s| fib(s, 20)), 6765);
+                    let n = 20_000u64;
+                    let mut values: Vec<u64> = (0..n).map(|i| (i * 7_919) % n).collect();
+                    block_on(|s| quicksort(s, &mut values));
+                    assert!(values.iter().copied().eq(0..n));
+                }
+            });
+        });
+    }
+
+    /// Nowa's suspension: the parent's first child waits (spinning) until
+    /// a thief polls the second; the second spins until the parent's poll
+    /// of the join has returned. Only a join that returns `Pending` while
+    /// a thief is inside its child finishes this (a join that waited for
+    /// the thief's poll would spin forever, and the watchdog would fail
+    /// the test).
+    #[test]
+    #[cfg_attr(miri, ignore = "spins")]
+    fn a_stolen_child_runs_while_its_parent_is_suspended() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::task::Poll;
+
+        bwos_testkit::watchdog("a_stolen_child_runs_while_its_parent_is_suspended", || {
+            let pool = crate::ThreadPoolBuilder::new()
+                .num_threads(2)
+                .build()
+                .unwrap();
+            let b_started = AtomicBool::new(false);
+            let parent_returned = AtomicBool::new(false);
+            let (b_started, parent_returned) = (&b_started, &parent_returned);
+            let output = pool.install(|| {
+                block_on(|s| {
+                    fork::boxed(async move {
+                        let mut join = std::pin::pin!(s.join(
+                            std::future::poll_fn(|_| {
+                                while !b_started.load(Ordering::Acquire) {
+                                    std::hint::spin_loop();
+                                }
+                                Poll::Ready(1)
+                            }),
+                            std::future::poll_fn(|_| {
+                                b_started.store(true, Ordering::Release);
+                                while !parent_returned.load(Ordering::Acquire) {
+                                    std::hint::spin_loop();
+                                }
+                                Poll::Ready(2)
+                            }),
+                        ));
+                        let first =
+                            std::future::poll_fn(|cx| Poll::Ready(join.as_mut().poll(cx))).await;
+                        assert!(first.is_pending(), "the parent suspends");
+                        parent_returned.store(true, Ordering::Release);
+                        join.await
+                    })
+                })
+            });
+            assert_eq!(output, (1, 2));
+        });
+    }
+}
