@@ -376,4 +376,63 @@ mod scoped {
             assert_eq!(output, (1, 2));
         });
     }
+
+    /// A join forgotten while a thief polls its child: `block_on` does not
+    /// return before that poll is over (the boundary), so the child never
+    /// touches the caller's data after `block_on` returned.
+    #[test]
+    #[cfg_attr(miri, ignore = "spins, and the forgotten join leaks")]
+    fn block_on_waits_for_a_forgotten_joins_stolen_child() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::task::Poll;
+
+        bwos_testkit::watchdog("block_on_waits_for_a_forgotten_joins_stolen_child", || {
+            let pool = crate::ThreadPoolBuilder::new()
+                .num_threads(2)
+                .build()
+                .unwrap();
+            for _ in 0..5 {
+                let b_started = AtomicBool::new(false);
+                let parent_returned = AtomicBool::new(false);
+                let b_finished = AtomicBool::new(false);
+                let flags = (&b_started, &parent_returned, &b_finished);
+                pool.install(|| {
+                    block_on(|s| {
+                        fork::boxed(async move {
+                            let (b_started, parent_returned, b_finished) = flags;
+                            let mut join = Box::pin(s.join(
+                                std::future::poll_fn(|_| {
+                                    while !b_started.load(Ordering::Acquire) {
+                                        std::hint::spin_loop();
+                                    }
+                                    Poll::Ready(())
+                                }),
+                                std::future::poll_fn(|_| {
+                                    b_started.store(true, Ordering::Release);
+                                    while !parent_returned.load(Ordering::Acquire) {
+                                        std::hint::spin_loop();
+                                    }
+                                    // Long enough that a `block_on` that
+                                    // did not wait would be gone.
+                                    std::thread::sleep(std::time::Duration::from_millis(20));
+                                    b_finished.store(true, Ordering::Release);
+                                    Poll::Ready(())
+                                }),
+                            ));
+                            let first =
+                                std::future::poll_fn(|cx| Poll::Ready(join.as_mut().poll(cx)))
+                                    .await;
+                            assert!(first.is_pending());
+                            std::mem::forget(join);
+                            parent_returned.store(true, Ordering::Release);
+                        })
+                    })
+                });
+                assert!(
+                    b_finished.load(Ordering::Acquire),
+                    "block_on returned while a thief was polling a child"
+                );
+            }
+        });
+    }
 }
