@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
 use bwos::ThreadPoolBuilder;
-use bwos::fork::{self, Boxed};
+use bwos::fork::{self, Boxed, Region};
 use bwos_testkit::{panic_message, watchdog};
 use proptest::prelude::*;
 
@@ -491,7 +491,13 @@ fn expected(tree: &Tree) -> Result<u64, ()> {
 
 /// Counts leaves that ran to the end, to check that siblings of a panic
 /// still finish.
-fn evaluate<'a>(tree: &'a Tree, finished: &'a AtomicUsize) -> Boxed<'a, u64> {
+/// With a region, its joins are `Region::join`s (full suspension);
+/// without, `fork::join`s.
+fn evaluate<'a, 'env>(
+    tree: &'a Tree,
+    finished: &'a AtomicUsize,
+    region: Option<Region<'a, 'env>>,
+) -> Boxed<'a, u64> {
     fork::boxed(async move {
         match tree {
             Tree::Leaf {
@@ -509,7 +515,11 @@ fn evaluate<'a>(tree: &'a Tree, finished: &'a AtomicUsize) -> Boxed<'a, u64> {
                 *value
             }
             Tree::Join(a, b) => {
-                let (a, b) = fork::join(evaluate(a, finished), evaluate(b, finished)).await;
+                let (a, b) = (evaluate(a, finished, region), evaluate(b, finished, region));
+                let (a, b) = match region {
+                    Some(region) => region.join(a, b).await,
+                    None => fork::join(a, b).await,
+                };
                 a + b
             }
             Tree::Scope(children) => {
@@ -518,7 +528,7 @@ fn evaluate<'a>(tree: &'a Tree, finished: &'a AtomicUsize) -> Boxed<'a, u64> {
                 fork::scope(|s| async move {
                     for child in children {
                         s.spawn(async move {
-                            let value = evaluate(child, finished).await;
+                            let value = evaluate(child, finished, region).await;
                             sum_ref.fetch_add(value as usize, Ordering::Relaxed);
                         });
                     }
@@ -548,15 +558,20 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     /// Random nestings of joins and scopes with waiting and panicking
-    /// leaves: the sum of a serial evaluation, or a panic of one of the
-    /// panicking leaves after every non-panicking leaf ran.
+    /// leaves, with `fork::join` or (in a `fork::block_on` region)
+    /// `Region::join`: the sum of a serial evaluation, or a panic of one of
+    /// the panicking leaves after every non-panicking leaf ran.
     #[test]
-    fn random_fork_trees_compute_the_serial_result(tree in tree()) {
+    fn random_fork_trees_compute_the_serial_result(tree in tree(), region in any::<bool>()) {
         let pool = pool(2);
         let finished = AtomicUsize::new(0);
         let result = watchdog("random_fork_trees_compute_the_serial_result", || {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                pool.block_on(evaluate(&tree, &finished))
+                if region {
+                    pool.install(|| fork::block_on(|region| evaluate(&tree, &finished, Some(region))))
+                } else {
+                    pool.block_on(evaluate(&tree, &finished, None))
+                }
             }))
         });
         let (normal_leaves, _) = leaves(&tree);

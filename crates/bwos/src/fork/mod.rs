@@ -73,6 +73,15 @@
 //! `scope` gives each child a waker of its own and polls only the children
 //! woken (or spawned) since its last poll.
 //!
+//! # Full suspension: `fork::block_on` and `Region::join`
+//! [`block_on`]`(|region| ..)` makes a region whose [`Region::join`] lets
+//! the parent suspend even while a thief is inside its child's poll: the
+//! parent returns `Pending` at once and the thief wakes it. Its children
+//! may borrow only what outlives the blocking `block_on` (which waits for
+//! every poll in flight before it returns); that bound is what makes this
+//! sound where the free `join` cannot be. Prefer it for recursive
+//! CPU-bound work that is started from synchronous code.
+//!
 //! # Panics
 //! A panic in a child is caught where it happens, the siblings run to
 //! completion, and then the panic resumes in the task awaiting the `join`
@@ -96,18 +105,17 @@
 //! lifetime: the handle may be dropped or forgotten while the child runs,
 //! so the child cannot borrow (use [`scope`] for borrowing children).
 
-#[cfg_attr(not(test), allow(dead_code))]
 mod boundary;
 mod child;
 pub(crate) mod frame;
 mod join;
 mod scope;
-#[allow(dead_code, unreachable_pub)]
 mod scoped;
 
 pub use frame::{Boxed, boxed};
 pub use join::{Join, join};
 pub use scope::{Scope, ScopeFuture, scope};
+pub use scoped::{Region, ScopedJoin, block_on};
 
 use std::future::Future;
 

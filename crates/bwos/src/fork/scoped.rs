@@ -1,15 +1,40 @@
-//! `fork::block_on(|s| ..)` and `Scope::join`: fork/join whose stolen
-//! children keep running while their parent is suspended (Nowa's
-//! suspension), for children that borrow only what outlives the blocking
-//! call. See `DESIGN.md`, "Next".
+//! [`block_on`] and [`Region::join`]: fork/join with Nowa's suspension.
+//! A thief that takes a child's step polls it while the parent is
+//! suspended: the parent's poll returns `Pending` as soon as its own child
+//! cannot go on, and the thief wakes it when its poll is over (whoever
+//! finishes last continues the parent).
 //!
-//! WORK IN PROGRESS on the `fork-scoped` branch: not exported yet.
+//! That is sound only for children whose borrows outlive the thief's
+//! poll, whatever the parent does (even `mem::forget`): so the children of
+//! a region may borrow only what outlives the *blocking* [`block_on`] that
+//! made the region, and `block_on` does not return before every poll of a
+//! child has ended and no more can start (the region's boundary, a Dekker
+//! pair checked with loom). A join's own memory stays valid when it is
+//! forgotten (pinning), and dropping a join waits for a poll in flight.
+//!
+//! ```
+//! use bwos::fork::{self, Boxed, Region};
+//!
+//! fn sum<'s, 'env>(region: Region<'s, 'env>, values: &'s [u64]) -> Boxed<'s, u64> {
+//!     fork::boxed(async move {
+//!         if values.len() <= 1024 {
+//!             return values.iter().sum();
+//!         }
+//!         let (left, right) = values.split_at(values.len() / 2);
+//!         let (a, b) = region.join(sum(region, left), sum(region, right)).await;
+//!         a + b
+//!     })
+//! }
+//!
+//! let values: Vec<u64> = (0..100_000).collect();
+//! assert_eq!(fork::block_on(|region| sum(region, &values)), 4_999_950_000);
+//! ```
 
 use std::future::Future;
 use std::marker::{PhantomData, PhantomPinned};
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
 
 use super::boundary::Boundary;
@@ -28,17 +53,26 @@ const IDLE: u8 = 2;
 /// does nothing.
 const WITHDRAWN: u8 = 3;
 
-/// Runs the future that `root` makes from a [`Scope`] on the current pool
-/// and returns its output; the calling thread blocks until the output is
-/// there and no child of the region is being polled any more.
+/// Runs the future that `root` makes from a [`Region`] on the current pool
+/// (the calling worker's, the global pool outside pools) and returns its
+/// output; the calling thread blocks until the output is there and no
+/// child of the region is being polled any more (a worker runs other pool
+/// work meanwhile, as in [`crate::block_on`]).
+///
+/// `root` must return a [`Boxed`] future (from [`fork::boxed`](super::boxed)):
+/// its lifetime `'s` is the region's, chosen by `block_on`, which is what
+/// keeps the region's children from borrowing anything shorter-lived.
+///
+/// # Panics
+/// A panic of the root future resumes here, after the region closed.
 pub fn block_on<'env, R, F>(root: F) -> R
 where
-    F: for<'s> FnOnce(Scope<'s, 'env>) -> Boxed<'s, R>,
+    F: for<'s> FnOnce(Region<'s, 'env>) -> Boxed<'s, R>,
     R: Send,
 {
     let boundary = Arc::new(Boundary::default());
     let closer = CloseOnDrop(&boundary);
-    let future = root(Scope {
+    let future = root(Region {
         boundary: &boundary,
         _lifetimes: PhantomData,
     });
@@ -60,27 +94,31 @@ impl Drop for CloseOnDrop<'_> {
     }
 }
 
-/// The handle of a scoped fork region: `Copy`, with an invariant lifetime
+/// The handle of a fork region (made by [`block_on`]): `Copy`, with an invariant lifetime
 /// `'s` that ends at its [`block_on`] and is shorter than `'env`, the
 /// lifetime of what the region borrows (the field's type implies
 /// `'env: 's`, as in `std::thread::Scope`).
 #[derive(Clone, Copy)]
-pub struct Scope<'s, 'env: 's> {
+pub struct Region<'s, 'env: 's> {
     boundary: &'s Arc<Boundary>,
     _lifetimes: PhantomData<(&'s mut &'s (), &'s &'env ())>,
 }
 
-impl std::fmt::Debug for Scope<'_, '_> {
+impl std::fmt::Debug for Region<'_, '_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Scope").finish_non_exhaustive()
+        f.debug_struct("Region").finish_non_exhaustive()
     }
 }
 
-impl<'s, 'env> Scope<'s, 'env> {
+impl<'s, 'env> Region<'s, 'env> {
     /// Runs `fa` and `fb` concurrently, potentially in parallel: as
-    /// [`fork::join`](super::join), except that when a thief has taken
+    /// [`fork::join`](super::join) (work first, lazy queueing, panics
+    /// after the sibling finished), except that when a thief has taken
     /// `fb`'s step the parent does not wait for the thief's poll: it
     /// returns `Pending` and the thief wakes it when its poll is over.
+    /// `fb` is then the parent's again (polled at its next polls). A queued
+    /// step costs two allocations (a node and its job), paid only when lazy
+    /// queueing queues `fb`.
     pub fn join<FA, FB>(self, fa: FA, fb: FB) -> ScopedJoin<'s, 'env, FA, FB>
     where
         FA: Future + Send + 's,
@@ -92,7 +130,7 @@ impl<'s, 'env> Scope<'s, 'env> {
             a: Child::Running(fa),
             b: Child::Running(fb),
             node: None,
-            scope: self,
+            region: self,
             _pinned: PhantomPinned,
         }
     }
@@ -105,8 +143,8 @@ struct Node {
     b: *mut (),
     /// Polls the `Child` at `b` once.
     poll_b: unsafe fn(*mut (), &Waker),
-    /// The parent's waker when the step was queued.
-    waker: Waker,
+    /// The parent's waker, refreshed at each of its polls.
+    waker: Mutex<Waker>,
     boundary: Arc<Boundary>,
 }
 
@@ -133,15 +171,34 @@ impl Node {
             .compare_exchange(QUEUED, RUNNING, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
         {
+            let waker = self.waker();
             // SAFETY: RUNNING gives this thread `fb` (see `Node`); the join
             // is pinned and its drop waits while the state is RUNNING.
-            unsafe { (self.poll_b)(self.b, &self.waker) };
+            unsafe { (self.poll_b)(self.b, &waker) };
             // Release: this poll's writes to `fb` happen before the
             // parent's Acquire CAS from IDLE.
             self.state.store(IDLE, Ordering::Release);
-            self.waker.wake_by_ref();
+            self.waker().wake();
         }
         self.boundary.exit();
+    }
+}
+
+impl Node {
+    /// The parent's current waker.
+    fn waker(&self) -> Waker {
+        self.waker
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The parent polls again, perhaps with another waker.
+    fn refresh_waker(&self, waker: &Waker) {
+        let mut current = self.waker.lock().unwrap_or_else(PoisonError::into_inner);
+        if !current.will_wake(waker) {
+            *current = waker.clone();
+        }
     }
 }
 
@@ -159,7 +216,7 @@ pub struct ScopedJoin<'s, 'env, FA: Future, FB: Future> {
     b: Child<FB>,
     /// `fb`'s queued or stolen step, until the parent has `fb` back.
     node: Option<Arc<Node>>,
-    scope: Scope<'s, 'env>,
+    region: Region<'s, 'env>,
     /// The node points into the join.
     _pinned: PhantomPinned,
 }
@@ -195,8 +252,8 @@ where
             state: AtomicU8::new(QUEUED),
             b: (&raw mut self.b).cast(),
             poll_b: poll_child::<FB>,
-            waker: waker.clone(),
-            boundary: Arc::clone(self.scope.boundary),
+            waker: Mutex::new(waker.clone()),
+            boundary: Arc::clone(self.region.boundary),
         });
         let stolen = Arc::clone(&node);
         let job = HeapJob::into_job_ref(move || stolen.run_stolen());
@@ -247,6 +304,9 @@ where
         // in place); the node points into the join, which never moves.
         let this = unsafe { self.get_unchecked_mut() };
         let waker = cx.waker();
+        if let Some(node) = &this.node {
+            node.refresh_waker(waker);
+        }
         let worker = WorkerThread::current();
         let b_here = this.has_b();
         if b_here && this.a.is_running() && this.b.is_running() && !worker.is_null() {

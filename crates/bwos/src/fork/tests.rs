@@ -271,11 +271,11 @@ async fn poll_in_task<F: Future + ?Sized>(mut future: Pin<&mut F>) -> Poll<F::Ou
 }
 
 mod scoped {
-    use super::super::scoped::{Scope, block_on};
+    use super::super::scoped::{Region, block_on};
     use crate::fork::{self, Boxed};
     use std::future::Future;
 
-    fn fib<'s, 'env>(s: Scope<'s, 'env>, n: u64) -> Boxed<'s, u64> {
+    fn fib<'s, 'env>(s: Region<'s, 'env>, n: u64) -> Boxed<'s, u64> {
         fork::boxed(async move {
             if n < 2 {
                 return n;
@@ -285,7 +285,7 @@ mod scoped {
         })
     }
 
-    fn quicksort<'s, 'env>(s: Scope<'s, 'env>, values: &'s mut [u64]) -> Boxed<'s, ()> {
+    fn quicksort<'s, 'env>(s: Region<'s, 'env>, values: &'s mut [u64]) -> Boxed<'s, ()> {
         fork::boxed(async move {
             if values.len() <= 16 {
                 values.sort_unstable();
@@ -305,6 +305,24 @@ mod scoped {
             s.join(quicksort(s, low), quicksort(s, &mut high[1..]))
                 .await;
         })
+    }
+
+    /// Small enough for Miri, which checks the node's pointer into the
+    /// join and the boundary on a real 2-worker pool.
+    #[test]
+    fn scoped_fib_and_quicksort_small() {
+        bwos_testkit::watchdog("scoped_fib_and_quicksort_small", || {
+            let pool = crate::ThreadPoolBuilder::new()
+                .num_threads(2)
+                .build()
+                .unwrap();
+            pool.install(|| {
+                assert_eq!(block_on(|s| fib(s, 8)), 21);
+                let mut values: Vec<u64> = (0..100).map(|i| (i * 37) % 100).collect();
+                block_on(|s| quicksort(s, &mut values));
+                assert!(values.iter().copied().eq(0..100));
+            });
+        });
     }
 
     #[test]
@@ -334,7 +352,6 @@ mod scoped {
     /// the thief's poll would spin forever, and the watchdog would fail
     /// the test).
     #[test]
-    #[cfg_attr(miri, ignore = "spins")]
     fn a_stolen_child_runs_while_its_parent_is_suspended() {
         use std::sync::atomic::{AtomicBool, Ordering};
         use std::task::Poll;
