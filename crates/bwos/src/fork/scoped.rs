@@ -209,7 +209,8 @@ unsafe fn poll_child<F: Future>(b: *mut (), waker: &Waker) {
     unsafe { (*b.cast::<Child<F>>()).poll_once(waker) }
 }
 
-/// The future of [`Scope::join`].
+/// The future of [`Region::join`]. Dropping it waits for a thief's poll of
+/// `fb` in flight (one poll), then drops the unfinished children.
 #[must_use = "futures do nothing unless polled"]
 pub struct ScopedJoin<'s, 'env, FA: Future, FB: Future> {
     a: Child<FA>,
