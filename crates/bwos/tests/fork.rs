@@ -325,6 +325,26 @@ fn a_million_levels_deep() {
     });
 }
 
+fn deep_in<'s, 'env>(region: Region<'s, 'env>, depth: u64) -> Boxed<'s, u64> {
+    fork::boxed(async move {
+        if depth == 0 {
+            return 0;
+        }
+        let (below, one) = region.join(deep_in(region, depth - 1), async { 1 }).await;
+        below + one
+    })
+}
+
+/// `Region::join` grows the stack the same way: a million levels.
+#[test]
+fn a_million_levels_deep_in_a_region() {
+    watchdog("a_million_levels_deep_in_a_region", || {
+        let pool = pool(2);
+        let depth = pool.install(|| fork::block_on(|region| deep_in(region, 1_000_000)));
+        assert_eq!(depth, 1_000_000);
+    });
+}
+
 /// Outside pools (another executor polls the forks) a deep recursion grows
 /// the stack the same way: 200,000 levels on a test thread's 2 MiB stack.
 #[test]

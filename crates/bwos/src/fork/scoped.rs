@@ -150,7 +150,7 @@ struct Node {
 
 // SAFETY: `b` is only dereferenced by whoever moved `state` to RUNNING
 // (the thief) or by the parent while the state is not RUNNING; the future
-// and its output are `Send` (`Scope::join`'s bounds).
+// and its output are `Send` (`Region::join`'s bounds).
 unsafe impl Send for Node {}
 // SAFETY: as above: the pointer is shared, its pointee is not.
 unsafe impl Sync for Node {}
@@ -304,7 +304,27 @@ where
         // SAFETY: the children are structurally pinned (polled and dropped
         // in place); the node points into the join, which never moves.
         let this = unsafe { self.get_unchecked_mut() };
-        let waker = cx.waker();
+        let worker = WorkerThread::current();
+        if worker.is_null() {
+            return super::grow_stack_outside_pools(|| this.poll_here(cx.waker()));
+        }
+        // SAFETY: a non-null current worker lives on this thread's stack
+        // while the thread runs pool work, which includes this poll.
+        let worker = unsafe { &*worker };
+        super::grow_stack_if_needed(worker, || this.poll_here(cx.waker()))
+    }
+}
+
+impl<FA, FB> ScopedJoin<'_, '_, FA, FB>
+where
+    FA: Future + Send,
+    FB: Future + Send,
+    FA::Output: Send,
+    FB::Output: Send,
+{
+    /// The poll, on a stack with room.
+    fn poll_here(&mut self, waker: &Waker) -> Poll<(FA::Output, FB::Output)> {
+        let this = self;
         if let Some(node) = &this.node {
             node.refresh_waker(waker);
         }
@@ -319,17 +339,17 @@ where
             } else {
                 this.queue_b(worker, waker)
             };
-            // SAFETY: pinned (above).
+            // SAFETY: the join is pinned (see `poll`).
             unsafe { this.a.poll_once(waker) };
             if let Some(job) = queued {
                 this.reclaim_b(worker, job);
             }
         } else {
-            // SAFETY: pinned (above).
+            // SAFETY: the join is pinned (see `poll`).
             unsafe { this.a.poll_once(waker) };
         }
         if this.has_b() {
-            // SAFETY: pinned (above); `fb` is the parent's.
+            // SAFETY: the join is pinned (see `poll`); `fb` is the parent's.
             unsafe { this.b.poll_once(waker) };
         }
         if this.a.is_running() || this.node.is_some() || this.b.is_running() {
