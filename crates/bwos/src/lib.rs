@@ -62,8 +62,9 @@
 //!
 //! # Verification
 //! The latch protocol, the Nowa scope counter, the sleep protocol, BWS's
-//! watchdog hand-off and credit wake-ups, the async task state word and
-//! `fork::join`'s suspension and resumption are model-checked with loom: `RUSTFLAGS="--cfg loom" cargo test -p bwos
+//! watchdog hand-off and credit wake-ups, the async task state word,
+//! `fork::join`'s suspension and resumption and a fork region's boundary
+//! are model-checked with loom: `RUSTFLAGS="--cfg loom" cargo test -p bwos
 //! --release --lib` (a loom build compiles only these protocol cores and
 //! their models, `src/loom_models.rs`).
 
