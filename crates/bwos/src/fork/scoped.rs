@@ -182,9 +182,7 @@ impl Node {
         }
         self.boundary.exit();
     }
-}
 
-impl Node {
     /// The parent's current waker.
     fn waker(&self) -> Waker {
         self.waker
@@ -289,39 +287,7 @@ where
             unsafe { popped.execute() };
         }
     }
-}
 
-impl<FA, FB> Future for ScopedJoin<'_, '_, FA, FB>
-where
-    FA: Future + Send,
-    FB: Future + Send,
-    FA::Output: Send,
-    FB::Output: Send,
-{
-    type Output = (FA::Output, FB::Output);
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        // SAFETY: the children are structurally pinned (polled and dropped
-        // in place); the node points into the join, which never moves.
-        let this = unsafe { self.get_unchecked_mut() };
-        let worker = WorkerThread::current();
-        if worker.is_null() {
-            return super::grow_stack_outside_pools(|| this.poll_here(cx.waker()));
-        }
-        // SAFETY: a non-null current worker lives on this thread's stack
-        // while the thread runs pool work, which includes this poll.
-        let worker = unsafe { &*worker };
-        super::grow_stack_if_needed(worker, || this.poll_here(cx.waker()))
-    }
-}
-
-impl<FA, FB> ScopedJoin<'_, '_, FA, FB>
-where
-    FA: Future + Send,
-    FB: Future + Send,
-    FA::Output: Send,
-    FB::Output: Send,
-{
     /// The poll, on a stack with room.
     fn poll_here(&mut self, waker: &Waker) -> Poll<(FA::Output, FB::Output)> {
         let this = self;
@@ -359,6 +325,30 @@ where
             (Ok(a), Ok(b)) => Poll::Ready((a, b)),
             (Err(payload), _) | (Ok(_), Err(payload)) => std::panic::resume_unwind(payload),
         }
+    }
+}
+
+impl<FA, FB> Future for ScopedJoin<'_, '_, FA, FB>
+where
+    FA: Future + Send,
+    FB: Future + Send,
+    FA::Output: Send,
+    FB::Output: Send,
+{
+    type Output = (FA::Output, FB::Output);
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // SAFETY: the children are structurally pinned (polled and dropped
+        // in place); the node points into the join, which never moves.
+        let this = unsafe { self.get_unchecked_mut() };
+        let worker = WorkerThread::current();
+        if worker.is_null() {
+            return super::grow_stack_outside_pools(|| this.poll_here(cx.waker()));
+        }
+        // SAFETY: a non-null current worker lives on this thread's stack
+        // while the thread runs pool work, which includes this poll.
+        let worker = unsafe { &*worker };
+        super::grow_stack_if_needed(worker, || this.poll_here(cx.waker()))
     }
 }
 

@@ -274,6 +274,38 @@ mod scoped {
     use super::super::scoped::{Region, block_on};
     use crate::fork::{self, Boxed};
     use std::future::Future;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::task::Poll;
+
+    /// Two children that force a steal and a suspension: the first spins
+    /// until a thief polls the second (it is the parent's poll that spins,
+    /// so only a thief can), then returns 1; the second marks itself
+    /// started, spins until the parent has returned from its poll of the
+    /// join, runs `then`, and returns 2.
+    fn steal_and_suspend<'a>(
+        b_started: &'a AtomicBool,
+        parent_returned: &'a AtomicBool,
+        then: impl Fn() + Send + 'a,
+    ) -> (
+        impl Future<Output = u32> + Send + 'a,
+        impl Future<Output = u32> + Send + 'a,
+    ) {
+        let first = std::future::poll_fn(move |_| {
+            while !b_started.load(Ordering::Acquire) {
+                std::hint::spin_loop();
+            }
+            Poll::Ready(1)
+        });
+        let second = std::future::poll_fn(move |_| {
+            b_started.store(true, Ordering::Release);
+            while !parent_returned.load(Ordering::Acquire) {
+                std::hint::spin_loop();
+            }
+            then();
+            Poll::Ready(2)
+        });
+        (first, second)
+    }
 
     fn fib<'s, 'env>(s: Region<'s, 'env>, n: u64) -> Boxed<'s, u64> {
         fork::boxed(async move {
@@ -353,9 +385,6 @@ mod scoped {
     /// the test).
     #[test]
     fn a_stolen_child_runs_while_its_parent_is_suspended() {
-        use std::sync::atomic::{AtomicBool, Ordering};
-        use std::task::Poll;
-
         bwos_testkit::watchdog("a_stolen_child_runs_while_its_parent_is_suspended", || {
             let pool = crate::ThreadPoolBuilder::new()
                 .num_threads(2)
@@ -367,21 +396,8 @@ mod scoped {
             let output = pool.install(|| {
                 block_on(|s| {
                     fork::boxed(async move {
-                        let mut join = std::pin::pin!(s.join(
-                            std::future::poll_fn(|_| {
-                                while !b_started.load(Ordering::Acquire) {
-                                    std::hint::spin_loop();
-                                }
-                                Poll::Ready(1)
-                            }),
-                            std::future::poll_fn(|_| {
-                                b_started.store(true, Ordering::Release);
-                                while !parent_returned.load(Ordering::Acquire) {
-                                    std::hint::spin_loop();
-                                }
-                                Poll::Ready(2)
-                            }),
-                        ));
+                        let (first, second) = steal_and_suspend(b_started, parent_returned, || ());
+                        let mut join = std::pin::pin!(s.join(first, second));
                         let first =
                             std::future::poll_fn(|cx| Poll::Ready(join.as_mut().poll(cx))).await;
                         assert!(first.is_pending(), "the parent suspends");
@@ -400,9 +416,6 @@ mod scoped {
     #[test]
     #[cfg_attr(miri, ignore = "spins, and the forgotten join leaks")]
     fn block_on_waits_for_a_forgotten_joins_stolen_child() {
-        use std::sync::atomic::{AtomicBool, Ordering};
-        use std::task::Poll;
-
         bwos_testkit::watchdog("block_on_waits_for_a_forgotten_joins_stolen_child", || {
             let pool = crate::ThreadPoolBuilder::new()
                 .num_threads(2)
@@ -417,25 +430,14 @@ mod scoped {
                     block_on(|s| {
                         fork::boxed(async move {
                             let (b_started, parent_returned, b_finished) = flags;
-                            let mut join = Box::pin(s.join(
-                                std::future::poll_fn(|_| {
-                                    while !b_started.load(Ordering::Acquire) {
-                                        std::hint::spin_loop();
-                                    }
-                                    Poll::Ready(())
-                                }),
-                                std::future::poll_fn(|_| {
-                                    b_started.store(true, Ordering::Release);
-                                    while !parent_returned.load(Ordering::Acquire) {
-                                        std::hint::spin_loop();
-                                    }
-                                    // Long enough that a `block_on` that
-                                    // did not wait would be gone.
+                            let (first, second) =
+                                steal_and_suspend(b_started, parent_returned, || {
+                                    // Long enough that a `block_on` that did
+                                    // not wait would be gone.
                                     std::thread::sleep(std::time::Duration::from_millis(20));
                                     b_finished.store(true, Ordering::Release);
-                                    Poll::Ready(())
-                                }),
-                            ));
+                                });
+                            let mut join = Box::pin(s.join(first, second));
                             let first =
                                 std::future::poll_fn(|cx| Poll::Ready(join.as_mut().poll(cx)))
                                     .await;
