@@ -86,7 +86,8 @@ where
         // (`Child::take` moves only finished outcomes).
         let this = unsafe { self.get_unchecked_mut() };
         let waker = cx.waker();
-        match poll_sequential_fast(this, cx) {
+        // SAFETY: the children are pinned (above).
+        match unsafe { poll_sequential_fast(&mut this.a, &mut this.b, cx) } {
             Fast::Finished(poll) => return poll,
             // SAFETY: `b` is pinned (above).
             Fast::PollSecond => unsafe { this.b.poll_once(waker) },
@@ -113,7 +114,7 @@ where
 }
 
 /// What the sequential fast path did.
-enum Fast<T> {
+pub(super) enum Fast<T> {
     /// The join's poll is over, with this outcome.
     Finished(Poll<T>),
     /// `a` was polled (it waits, or it panicked); `b` must be polled.
@@ -137,10 +138,15 @@ enum Sequential<A, B> {
 /// joins without queueing (lazy queueing, as in `crate::join`) and its
 /// stack is not low. Polls `a`, then `b` (if `a` finished), with the
 /// caller's context, under one `catch_unwind`, and writes the children's
-/// states only when they do not both finish.
+/// states only when they do not both finish. Shared by `fork::join` and
+/// `Region::join` (whose `fb` must be the parent's, no step queued).
+///
+/// # Safety
+/// Both children are pinned.
 #[inline(always)]
-fn poll_sequential_fast<FA, FB>(
-    this: &mut Join<FA, FB>,
+pub(super) unsafe fn poll_sequential_fast<FA, FB>(
+    a: &mut Child<FA>,
+    b: &mut Child<FB>,
     cx: &mut Context<'_>,
 ) -> Fast<(FA::Output, FB::Output)>
 where
@@ -149,7 +155,7 @@ where
     FA::Output: Send,
     FB::Output: Send,
 {
-    let (Child::Running(fa), Child::Running(fb)) = (&mut this.a, &mut this.b) else {
+    let (Child::Running(fa), Child::Running(fb)) = (&mut *a, &mut *b) else {
         return Fast::NotTaken;
     };
     let worker = WorkerThread::current();
@@ -162,7 +168,7 @@ where
     if !crate::join::runs_sequentially(worker) || super::stack_is_low(worker) {
         return Fast::NotTaken;
     }
-    // SAFETY: the children are pinned with the join (see `Join::poll`).
+    // SAFETY: the children are pinned (the caller's contract).
     let (fa, fb) = unsafe { (Pin::new_unchecked(fa), Pin::new_unchecked(fb)) };
     let a_finished = std::cell::Cell::new(false);
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match fa.poll(cx) {
@@ -176,14 +182,14 @@ where
         Poll::Pending => Sequential::Neither,
     }));
     match outcome {
-        Ok(Sequential::Both(a, b)) => {
+        Ok(Sequential::Both(output_a, output_b)) => {
             // Drops the finished futures in place.
-            this.a = Child::Taken;
-            this.b = Child::Taken;
-            Fast::Finished(Poll::Ready((a, b)))
+            *a = Child::Taken;
+            *b = Child::Taken;
+            Fast::Finished(Poll::Ready((output_a, output_b)))
         }
-        Ok(Sequential::First(a)) => {
-            this.a = Child::Done(a);
+        Ok(Sequential::First(output_a)) => {
+            *a = Child::Done(output_a);
             Fast::Finished(Poll::Pending)
         }
         Ok(Sequential::Neither) => Fast::PollSecond,
@@ -191,13 +197,13 @@ where
             // `b` panicked after `a` finished: the join's outcome is `b`'s
             // panic (`a`'s output went with the unwinding), and nothing is
             // left to wait for.
-            this.a = Child::Taken;
-            this.b = Child::Taken;
+            *a = Child::Taken;
+            *b = Child::Taken;
             std::panic::resume_unwind(payload)
         }
         Err(payload) => {
             // `a` panicked: `b` still runs to completion first.
-            this.a = Child::Panicked(payload);
+            *a = Child::Panicked(payload);
             Fast::PollSecond
         }
     }

@@ -40,6 +40,7 @@ use std::task::{Context, Poll, Waker};
 use super::boundary::Boundary;
 use super::child::Child;
 use super::frame::Boxed;
+use super::join::{Fast, poll_sequential_fast};
 use crate::job::{HeapJob, JobRef};
 use crate::worker::WorkerThread;
 
@@ -318,10 +319,16 @@ where
             // SAFETY: the join is pinned (see `poll`); `fb` is the parent's.
             unsafe { this.b.poll_once(waker) };
         }
-        if this.a.is_running() || this.node.is_some() || this.b.is_running() {
+        this.outcome()
+    }
+
+    /// `Pending` while a child runs or a thief has `fb`'s step; else both
+    /// outputs, or the panic (`fa`'s first).
+    fn outcome(&mut self) -> Poll<(FA::Output, FB::Output)> {
+        if self.a.is_running() || self.node.is_some() || self.b.is_running() {
             return Poll::Pending;
         }
-        match (this.a.take(), this.b.take()) {
+        match (self.a.take(), self.b.take()) {
             (Ok(a), Ok(b)) => Poll::Ready((a, b)),
             (Err(payload), _) | (Ok(_), Err(payload)) => std::panic::resume_unwind(payload),
         }
@@ -341,6 +348,20 @@ where
         // SAFETY: the children are structurally pinned (polled and dropped
         // in place); the node points into the join, which never moves.
         let this = unsafe { self.get_unchecked_mut() };
+        if this.node.is_none() {
+            // `fb` is the parent's: the sequential fast path of
+            // `fork::join` applies as it is.
+            // SAFETY: the children are pinned (above).
+            match unsafe { poll_sequential_fast(&mut this.a, &mut this.b, cx) } {
+                Fast::Finished(poll) => return poll,
+                Fast::PollSecond => {
+                    // SAFETY: pinned (above); `fb` is the parent's.
+                    unsafe { this.b.poll_once(cx.waker()) };
+                    return this.outcome();
+                }
+                Fast::NotTaken => {}
+            }
+        }
         let worker = WorkerThread::current();
         if worker.is_null() {
             return super::grow_stack_outside_pools(|| this.poll_here(cx.waker()));
