@@ -205,10 +205,7 @@ fn a_spawn_on_an_ended_scope_says_so() {
 #[test]
 fn cancelling_inside_a_pool_leaves_no_child_running() {
     bwos_testkit::watchdog("cancelling_inside_a_pool_leaves_no_child_running", || {
-        let pool = crate::ThreadPoolBuilder::new()
-            .num_threads(2)
-            .build()
-            .unwrap();
+        let pool = two_workers();
         // Miri runs a few rounds: each one takes it seconds.
         let rounds = if cfg!(miri) { 2 } else { 200 };
         for _ in 0..rounds {
@@ -252,6 +249,14 @@ fn cancelling_inside_a_pool_leaves_no_child_running() {
     });
 }
 
+/// A pool of two workers: one to run the parent, one to steal.
+fn two_workers() -> crate::ThreadPool {
+    crate::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .expect("a pool of two workers")
+}
+
 /// `mem::forget`, and then the leaked memory reused: frees `pinned`'s
 /// memory without running its drop glue. To what it contains this is a
 /// forget (no destructor runs), and Miri's leak check stays on.
@@ -272,6 +277,7 @@ async fn poll_in_task<F: Future + ?Sized>(mut future: Pin<&mut F>) -> Poll<F::Ou
 
 mod scoped {
     use super::super::scoped::{Region, block_on};
+    use super::two_workers;
     use crate::fork::{self, Boxed};
     use std::future::Future;
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -344,10 +350,7 @@ mod scoped {
     #[test]
     fn scoped_fib_and_quicksort_small() {
         bwos_testkit::watchdog("scoped_fib_and_quicksort_small", || {
-            let pool = crate::ThreadPoolBuilder::new()
-                .num_threads(2)
-                .build()
-                .unwrap();
+            let pool = two_workers();
             pool.install(|| {
                 assert_eq!(block_on(|s| fib(s, 8)), 21);
                 let mut values: Vec<u64> = (0..100).map(|i| (i * 37) % 100).collect();
@@ -361,10 +364,7 @@ mod scoped {
     #[cfg_attr(miri, ignore = "long")]
     fn scoped_fib_and_borrowing_quicksort() {
         bwos_testkit::watchdog("scoped_fib_and_borrowing_quicksort", || {
-            let pool = crate::ThreadPoolBuilder::new()
-                .num_threads(2)
-                .build()
-                .unwrap();
+            let pool = two_workers();
             pool.install(|| {
                 for _ in 0..20 {
                     assert_eq!(block_on(|s| fib(s, 20)), 6765);
@@ -386,10 +386,7 @@ mod scoped {
     #[test]
     fn a_stolen_child_runs_while_its_parent_is_suspended() {
         bwos_testkit::watchdog("a_stolen_child_runs_while_its_parent_is_suspended", || {
-            let pool = crate::ThreadPoolBuilder::new()
-                .num_threads(2)
-                .build()
-                .unwrap();
+            let pool = two_workers();
             let b_started = AtomicBool::new(false);
             let parent_returned = AtomicBool::new(false);
             let (b_started, parent_returned) = (&b_started, &parent_returned);
@@ -417,10 +414,7 @@ mod scoped {
     #[cfg_attr(miri, ignore = "spins, and the forgotten join leaks")]
     fn block_on_waits_for_a_forgotten_joins_stolen_child() {
         bwos_testkit::watchdog("block_on_waits_for_a_forgotten_joins_stolen_child", || {
-            let pool = crate::ThreadPoolBuilder::new()
-                .num_threads(2)
-                .build()
-                .unwrap();
+            let pool = two_workers();
             for _ in 0..5 {
                 let b_started = AtomicBool::new(false);
                 let parent_returned = AtomicBool::new(false);
