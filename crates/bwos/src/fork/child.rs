@@ -3,6 +3,8 @@
 
 use std::any::Any;
 use std::future::Future;
+use std::mem::ManuallyDrop;
+use std::ops::{Deref, DerefMut};
 use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
@@ -48,6 +50,42 @@ impl<F: Future> Child<F> {
         }
     }
 
+    /// Drops the future of a child whose output the caller already took
+    /// (it finished, outside of `poll_once`) and marks the child `Taken`:
+    /// `*self = Child::Taken` with the future's own drop, which inlines,
+    /// instead of the out-of-line drop of a `Child` that may hold anything.
+    /// If the future's destructor panics, the child is `Taken` all the
+    /// same, as with the assignment.
+    ///
+    /// # Safety
+    /// `self` is pinned, and it is `Running`.
+    #[inline(always)]
+    pub(crate) unsafe fn retire(&mut self) {
+        /// Writes `Taken` without dropping what is there (the future was
+        /// dropped, or its drop unwound, which counts as dropped).
+        struct MarkTaken<F: Future>(*mut Child<F>);
+        impl<F: Future> Drop for MarkTaken<F> {
+            #[inline(always)]
+            fn drop(&mut self) {
+                // SAFETY: the slot is valid (the pointer comes from the
+                // `&mut` below) and its content is dropped already.
+                unsafe { std::ptr::write(self.0, Child::Taken) };
+            }
+        }
+        // Every access below goes through `slot`, so that the write of
+        // `MarkTaken` stays valid under the aliasing rules.
+        let slot: *mut Child<F> = self;
+        // SAFETY: `slot` comes from `&mut self`, valid for this call.
+        let Child::Running(future) = (unsafe { &mut *slot }) else {
+            unreachable!("bwos::fork: retiring a child that is not running");
+        };
+        let future: *mut F = future;
+        let _mark = MarkTaken(slot);
+        // SAFETY: the future is pinned (the caller's contract) and dropped
+        // in place, once: `MarkTaken` overwrites the slot without a drop.
+        unsafe { std::ptr::drop_in_place(future) };
+    }
+
     /// The outcome of a finished child: its output, or its panic.
     pub(crate) fn take(&mut self) -> Result<F::Output, Box<dyn Any + Send>> {
         // Checked first: a running future is pinned and must not be moved
@@ -62,6 +100,45 @@ impl<F: Future> Child<F> {
             Child::Running(_) | Child::Taken => {
                 unreachable!("bwos::fork: a child's outcome taken twice")
             }
+        }
+    }
+}
+
+/// A [`Child`] whose drop is a tag check when it is `Taken`, the state of
+/// every child of a finished join: small enough to inline into the
+/// enclosing future's drop, where the drop of a `Child` that may hold
+/// anything is an out-of-line call.
+pub(crate) struct ChildSlot<F: Future>(ManuallyDrop<Child<F>>);
+
+impl<F: Future> ChildSlot<F> {
+    #[inline]
+    pub(crate) fn new(future: F) -> Self {
+        ChildSlot(ManuallyDrop::new(Child::Running(future)))
+    }
+}
+
+impl<F: Future> Deref for ChildSlot<F> {
+    type Target = Child<F>;
+
+    #[inline(always)]
+    fn deref(&self) -> &Child<F> {
+        &self.0
+    }
+}
+
+impl<F: Future> DerefMut for ChildSlot<F> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut Child<F> {
+        &mut self.0
+    }
+}
+
+impl<F: Future> Drop for ChildSlot<F> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if !matches!(*self.0, Child::Taken) {
+            // SAFETY: dropped once, here; the slot is not used afterwards.
+            unsafe { ManuallyDrop::drop(&mut self.0) };
         }
     }
 }

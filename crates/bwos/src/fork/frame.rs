@@ -16,13 +16,19 @@
 //!   directly (they behave exactly like `Box::pin`).
 //! * A live frame costs its rounded size, as `Box` would (plus malloc's
 //!   own header there).
-//! * A free frame stays in the cache of the thread that freed it (frames
-//!   migrate with stolen work; that is fine, every frame of a class has the
-//!   same layout). Each thread keeps at most [`MAX_CACHED_BYTES_PER_CLASS`]
-//!   bytes of free frames per size class and returns the rest to the
-//!   global allocator, so the cache holds at most 64 KiB times the number
-//!   of classes in use per thread (a recursion uses one or two). A thread's
-//!   cache is freed when the thread exits.
+//! * A frame is freed by the poll in which its future finishes (or by the
+//!   drop of an unfinished one) and stays in the cache of the thread that
+//!   freed it (frames migrate with stolen work; that is fine, every frame
+//!   of a class has the same layout). Freeing at the last poll, rather than
+//!   when the parent drops the finished child, returns the frame while it
+//!   is hot in the cache and saves an indirect call per future: on one
+//!   worker, `fib(32)` went from 111 ms to 64 ms with it (together with
+//!   the two-word `Boxed`).
+//! * Each thread keeps at most [`MAX_CACHED_BYTES_PER_CLASS`] bytes of free
+//!   frames per size class and returns the rest to the global allocator,
+//!   so the cache holds at most 64 KiB times the number of classes in use
+//!   per thread (a recursion uses one or two). A thread's cache is freed
+//!   when the thread exits.
 
 use std::alloc::{self, Layout};
 use std::cell::Cell;
@@ -223,19 +229,45 @@ fn allocate_global(layout: Layout) -> NonNull<u8> {
 /// Monomorphized frame operations of a future type `F`.
 struct FrameOps<F>(PhantomData<F>);
 
+/// What [`Boxed`] calls to reach its erased future: one `'static` table
+/// per future type (a promoted constant), so a `Boxed` is two words.
+struct FrameVTable<T> {
+    /// Polls the future in a frame; on `Ready`, drops the future and frees
+    /// the frame before returning.
+    poll: unsafe fn(NonNull<u8>, &mut Context<'_>) -> Poll<T>,
+    /// Drops the future in a frame and frees the frame.
+    drop: unsafe fn(NonNull<u8>),
+}
+
 impl<F: Future> FrameOps<F> {
+    const VTABLE: FrameVTable<F::Output> = FrameVTable {
+        poll: Self::poll,
+        drop: Self::drop,
+    };
+
     /// # Safety
-    /// `frame` holds a live `F` that never moves.
+    /// `frame` holds a live `F` that never moves. When this returns
+    /// `Ready`, the future is dropped and the frame freed: the caller must
+    /// not use `frame` again.
     unsafe fn poll(frame: NonNull<u8>, cx: &mut Context<'_>) -> Poll<F::Output> {
         // SAFETY: the future stays at this address until it is dropped
         // (the frame is freed only after `drop`), which is the pinning
         // guarantee.
         let future = unsafe { Pin::new_unchecked(&mut *frame.as_ptr().cast::<F>()) };
-        future.poll(cx)
+        let poll = future.poll(cx);
+        if poll.is_ready() {
+            // Released at once, while the frame is hot in the cache, and
+            // without a second indirect call when the `Boxed` is dropped.
+            // SAFETY: the future finished; the caller forgets the frame
+            // (this function's contract).
+            unsafe { Self::drop(frame) };
+        }
+        poll
     }
 
     /// # Safety
     /// `frame` holds a live `F`, used by nobody afterwards.
+    #[inline]
     unsafe fn drop(frame: NonNull<u8>) {
         let layout = Layout::new::<F>();
         // SAFETY: the caller hands the future over; we drop it in place
@@ -253,17 +285,20 @@ impl<F: Future> FrameOps<F> {
 /// what `Pin<Box<dyn Future<Output = T> + Send + 'a>>` is, without the
 /// global allocator on the common path. Made by [`boxed`].
 ///
-/// Dropping it drops the future and returns its frame to the dropping
-/// thread's cache. It is `Unpin` (the future inside never moves), `Send`,
-/// and polling it after it returned `Ready` polls the future again, as with
-/// a `Box`.
+/// The frame goes back to the polling thread's cache as soon as the future
+/// finishes (the poll that returns `Ready` frees it), or to the dropping
+/// thread's cache when it is dropped unfinished. It is `Unpin` (the future
+/// inside never moves) and `Send`. Polling it again after it returned
+/// `Ready` panics, as polling a finished `async` block does.
 #[must_use = "futures do nothing unless polled"]
 pub struct Boxed<'a, T> {
-    frame: NonNull<u8>,
-    /// Polls the future in `frame` (monomorphized for its type).
-    poll: unsafe fn(NonNull<u8>, &mut Context<'_>) -> Poll<T>,
-    /// Drops the future in `frame` and frees the frame.
-    drop: unsafe fn(NonNull<u8>),
+    /// The future's frame; `None` once the future finished (the frame is
+    /// freed then).
+    frame: Option<NonNull<u8>>,
+    /// The future type's operations: a promoted constant, valid for the
+    /// whole program (a raw pointer, as a reference would require
+    /// `T: 'static`).
+    vtable: *const FrameVTable<T>,
     /// Owns a `dyn Future + Send + 'a`: carries its lifetime and keeps
     /// `Boxed` from being `Sync`.
     _future: PhantomData<Pin<Box<dyn Future<Output = T> + Send + 'a>>>,
@@ -310,9 +345,8 @@ where
     // dangling-but-aligned for a zero-sized `F`.
     unsafe { frame.as_ptr().cast::<F>().write(future) };
     Boxed {
-        frame,
-        poll: FrameOps::<F>::poll,
-        drop: FrameOps::<F>::drop,
+        frame: Some(frame),
+        vtable: &FrameOps::<F>::VTABLE,
         _future: PhantomData,
     }
 }
@@ -321,17 +355,36 @@ impl<T> Future for Boxed<'_, T> {
     type Output = T;
 
     #[inline]
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        let Some(frame) = self.frame else {
+            finished_boxed_polled();
+        };
         // SAFETY: the frame holds the live future that `boxed` wrote, and
-        // it never moves (`Boxed` owns the frame, not the future's bytes).
-        unsafe { (self.poll)(self.frame, cx) }
+        // it never moves (`Boxed` owns the frame, not the future's bytes);
+        // the table is a promoted constant.
+        let poll = unsafe { ((*self.vtable).poll)(frame, cx) };
+        if poll.is_ready() {
+            // The poll freed the frame.
+            self.frame = None;
+        }
+        poll
     }
 }
 
+#[cold]
+#[inline(never)]
+fn finished_boxed_polled() -> ! {
+    panic!("bwos::fork::Boxed polled after it returned `Ready`")
+}
+
 impl<T> Drop for Boxed<'_, T> {
+    #[inline]
     fn drop(&mut self) {
-        // SAFETY: the frame holds the live future, dropped only here.
-        unsafe { (self.drop)(self.frame) }
+        if let Some(frame) = self.frame {
+            // SAFETY: the frame holds the live, unfinished future, dropped
+            // only here; the table is a promoted constant.
+            unsafe { ((*self.vtable).drop)(frame) }
+        }
     }
 }
 
@@ -360,9 +413,33 @@ mod tests {
         let first = boxed(async { [7u64; 4] });
         let address = first.frame;
         drop(first);
-        let second = boxed(async { [8u64; 4] });
+        let mut second = boxed(async { [8u64; 4] });
         assert_eq!(second.frame, address, "the freed frame is reused");
-        assert_eq!(poll_ready(second), [8; 4]);
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        assert_eq!(Pin::new(&mut second).poll(&mut cx), Poll::Ready([8; 4]));
+        assert_eq!(second.frame, None, "a finished future's frame is freed");
+        let third = boxed(async { [9u64; 4] });
+        assert_eq!(
+            third.frame, address,
+            "the frame freed by the poll is reused"
+        );
+        drop(third);
+    }
+
+    #[test]
+    fn polling_a_finished_boxed_says_so() {
+        let mut future = boxed(async { 5u32 });
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        assert_eq!(Pin::new(&mut future).poll(&mut cx), Poll::Ready(5));
+        let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ = Pin::new(&mut future).poll(&mut cx);
+        }))
+        .expect_err("a second poll panics");
+        let message = panic.downcast_ref::<&str>().copied().unwrap_or_default();
+        assert!(
+            message.contains("polled after it returned `Ready`"),
+            "{message}"
+        );
     }
 
     #[test]

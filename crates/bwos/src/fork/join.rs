@@ -5,7 +5,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
-use super::child::Child;
+use super::child::{Child, ChildSlot};
 use crate::worker::WorkerThread;
 
 /// Runs `fa` and `fb` concurrently, potentially in parallel, and returns
@@ -55,8 +55,8 @@ where
     FB::Output: Send,
 {
     Join {
-        a: Child::Running(fa),
-        b: Child::Running(fb),
+        a: ChildSlot::new(fa),
+        b: ChildSlot::new(fb),
     }
 }
 
@@ -66,8 +66,8 @@ where
 /// thread polls them (see the [module docs](crate::fork)).
 #[must_use = "futures do nothing unless polled"]
 pub struct Join<FA: Future, FB: Future> {
-    a: Child<FA>,
-    b: Child<FB>,
+    a: ChildSlot<FA>,
+    b: ChildSlot<FB>,
 }
 
 impl<FA, FB> Future for Join<FA, FB>
@@ -183,9 +183,12 @@ where
     }));
     match outcome {
         Ok(Sequential::Both(output_a, output_b)) => {
-            // Drops the finished futures in place.
-            *a = Child::Taken;
-            *b = Child::Taken;
+            // SAFETY: both children are pinned (the caller's contract) and
+            // running, their futures finished and their outputs are here.
+            unsafe {
+                a.retire();
+                b.retire();
+            }
             Fast::Finished(Poll::Ready((output_a, output_b)))
         }
         Ok(Sequential::First(output_a)) => {

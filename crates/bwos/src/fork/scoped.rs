@@ -38,7 +38,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
 
 use super::boundary::Boundary;
-use super::child::Child;
+use super::child::{Child, ChildSlot};
 use super::frame::Boxed;
 use super::join::{Fast, poll_sequential_fast};
 use crate::job::{HeapJob, JobRef};
@@ -128,8 +128,8 @@ impl<'s, 'env> Region<'s, 'env> {
         FB::Output: Send,
     {
         ScopedJoin {
-            a: Child::Running(fa),
-            b: Child::Running(fb),
+            a: ChildSlot::new(fa),
+            b: ChildSlot::new(fb),
             node: None,
             region: self,
             _pinned: PhantomPinned,
@@ -212,8 +212,8 @@ unsafe fn poll_child<F: Future>(b: *mut (), waker: &Waker) {
 /// `fb` in flight (one poll), then drops the unfinished children.
 #[must_use = "futures do nothing unless polled"]
 pub struct ScopedJoin<'s, 'env, FA: Future, FB: Future> {
-    a: Child<FA>,
-    b: Child<FB>,
+    a: ChildSlot<FA>,
+    b: ChildSlot<FB>,
     /// `fb`'s queued or stolen step, until the parent has `fb` back.
     node: Option<Arc<Node>>,
     region: Region<'s, 'env>,
@@ -250,7 +250,7 @@ where
     fn queue_b(&mut self, worker: &WorkerThread, waker: &Waker) -> Option<JobRef> {
         let node = Arc::new(Node {
             state: AtomicU8::new(QUEUED),
-            b: (&raw mut self.b).cast(),
+            b: (&raw mut *self.b).cast(),
             poll_b: poll_child::<FB>,
             waker: Mutex::new(waker.clone()),
             boundary: Arc::clone(self.region.boundary),
