@@ -71,6 +71,98 @@ where
     join_in_worker(unsafe { &*worker }, a, b)
 }
 
+/// How a closure of [`join_context`] is being run: whether it migrated,
+/// that is, runs on another thread than the one that called
+/// `join_context`.
+///
+/// Adaptive splitters use it (rayon's parallel iterators split a range
+/// again when a half was stolen, since a thief is evidence of idle
+/// workers). Not `Send`: it describes the current call on this thread.
+#[derive(Debug)]
+pub struct FnContext {
+    migrated: bool,
+    /// Neither `Send` nor `Sync`, as rayon-core's.
+    _not_send: std::marker::PhantomData<*mut ()>,
+}
+
+impl FnContext {
+    /// Whether the closure runs on a different thread than the caller of
+    /// [`join_context`]: `b` when a thief took it, and both closures when
+    /// `join_context` was called outside the pool (the pair then runs on
+    /// a worker). `false` when `b` runs where it was forked, including
+    /// the joins that lazy queueing runs one after the other.
+    #[inline]
+    pub fn migrated(&self) -> bool {
+        self.migrated
+    }
+}
+
+/// [`join`] whose closures learn how they are run: each receives a
+/// [`FnContext`] whose [`migrated`](FnContext::migrated) says whether it
+/// runs on another thread than the caller (`b` stolen by a thief, or a
+/// call from outside the pool). Costs one thread-local read in `b` over
+/// `join`.
+///
+/// ```
+/// let pool = bwos::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+/// let (a, b) = pool.install(|| bwos::join_context(|a| a.migrated(), |b| b.migrated()));
+/// // A one-worker pool has no thief, and `install` runs on the worker.
+/// assert!(!a && !b);
+/// // From outside every pool, both closures run on a worker: migrated.
+/// let (a, b) = bwos::join_context(|a| a.migrated(), |b| b.migrated());
+/// assert!(a && b);
+/// ```
+#[inline]
+pub fn join_context<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce(FnContext) -> RA + Send,
+    B: FnOnce(FnContext) -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    let worker = WorkerThread::current();
+    if worker.is_null() {
+        return crate::pool::global::registry()
+            .in_worker(|worker| join_context_in_worker(worker, a, b, true));
+    }
+    // SAFETY: the current worker lives on this thread's stack while the
+    // thread runs pool work, which includes this call.
+    join_context_in_worker(unsafe { &*worker }, a, b, false)
+}
+
+/// [`join_context`] on `worker`; `injected`: the caller is not on this
+/// worker's thread (both closures migrated).
+#[inline(always)]
+pub(crate) fn join_context_in_worker<A, B, RA, RB>(
+    worker: &WorkerThread,
+    a: A,
+    b: B,
+    injected: bool,
+) -> (RA, RB)
+where
+    A: FnOnce(FnContext) -> RA + Send,
+    B: FnOnce(FnContext) -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    let context = |migrated| FnContext {
+        migrated,
+        _not_send: std::marker::PhantomData,
+    };
+    // A worker's `WorkerThread` lives on its thread's stack for the
+    // thread's whole life: its address tells workers apart.
+    let origin = std::ptr::from_ref(worker) as usize;
+    join_in_worker(
+        worker,
+        move || a(context(injected)),
+        move || {
+            b(context(
+                injected || WorkerThread::current() as usize != origin,
+            ))
+        },
+    )
+}
+
 // Always inlined: a recursive workload then calls itself through `join`
 // with its closures in registers instead of a generic call that copies
 // them through memory.
@@ -87,7 +179,9 @@ where
     }
     let job_b = StackJob::new(WorkerLatch::new(worker), b);
     let job_b_ref = job_b.as_job_ref();
-    if !worker.push_private(job_b_ref) {
+    // `push` offers the job at once if some worker is hungry: `a` may run
+    // long without another join (see "Sharing" in `worker`).
+    if !worker.push(job_b_ref) {
         return join_unqueued(a, &job_b);
     }
     // A panic in `a` stops here: `b` must still run (and a thief running it

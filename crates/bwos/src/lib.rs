@@ -116,7 +116,7 @@ mod worker;
 #[cfg(not(loom))]
 pub use idle::{DEFAULT_SLEEP_THRESHOLD, IdlePolicy};
 #[cfg(not(loom))]
-pub use join::join;
+pub use join::{FnContext, join, join_context};
 #[cfg(not(loom))]
 pub use pool::ThreadPool;
 #[cfg(not(loom))]

@@ -7,8 +7,9 @@
 //! block the owner works in is private, which is what makes its push and
 //! pop plain loads and stores. A fork/join queue stays shallow (a few
 //! entries on the current path), so waiting for a block to fill would keep
-//! the oldest, biggest jobs away from idle workers. At each `join` (and
-//! after each spawn) the worker therefore reads one shared word (relaxed):
+//! the oldest, biggest jobs away from idle workers. At each `join` (both
+//! before deciding whether to queue `b` and right after queueing it) and
+//! after each spawn the worker therefore reads one shared word (relaxed):
 //! if any worker is searching or sleeping, it offers its private jobs
 //! ([`WorkerThread::offer`]: `lifo::Worker::share`, then, if nobody is
 //! searching, wake a sleeper). While everybody is busy that word does not
@@ -37,7 +38,11 @@
 //! A worker that became hungry after the owner's last `join` sees the
 //! owner's private jobs only at its next `join` or spawn. Fine-grained
 //! fork/join joins all the time; a long serial stretch between two joins
-//! delays sharing by that stretch.
+//! delays sharing by that stretch. The offer right after queueing `b`
+//! makes `join(long, long)` parallel when another worker is idle at the
+//! fork (without it, `b` waited for the end of `a`: 400 ms instead of
+//! 200 ms for two 200 ms halves on two workers); a worker that becomes
+//! idle only later, while `a` runs without joining, still waits for `a`.
 
 use std::cell::Cell;
 use std::ptr;
@@ -172,14 +177,6 @@ impl WorkerThread {
         }
         self.offer_if_hungry();
         true
-    }
-
-    /// Pushes `job` on the local queue without sharing it, even if other
-    /// workers are hungry: `join` decides itself when to share. `false` if
-    /// the queue is full (the caller keeps the job).
-    #[inline]
-    pub(crate) fn push_private(&self, job: JobRef) -> bool {
-        self.queue.push(job).is_ok()
     }
 
     /// Jobs in the worker's current block, which thieves cannot see until

@@ -328,3 +328,97 @@ fn panics_deep_in_a_recursion_reach_the_top() {
         }
     });
 }
+
+#[test]
+fn join_context_says_when_b_was_stolen() {
+    watchdog("join_context_says_when_b_was_stolen", || {
+        let pool = pool(2);
+        for round in 0..20 {
+            let b_ran = std::sync::atomic::AtomicBool::new(false);
+            let b_ran = &b_ran;
+            let (a_migrated, (b_migrated, caller, b_thread)) = pool.install(|| {
+                let caller = bwos::current_thread_index();
+                bwos::join_context(
+                    // `a` holds the forking worker until `b` ran, so only
+                    // the other worker can have run `b`. Its empty joins
+                    // let the worker share `b` if the other one became
+                    // hungry after `b` was queued (see "Sharing" in the
+                    // worker's docs).
+                    |a| {
+                        while !b_ran.load(Ordering::Acquire) {
+                            bwos::join(|| (), || ());
+                            std::hint::spin_loop();
+                        }
+                        a.migrated()
+                    },
+                    |b| {
+                        b_ran.store(true, Ordering::Release);
+                        (b.migrated(), caller, bwos::current_thread_index())
+                    },
+                )
+            });
+            assert_ne!(caller, b_thread, "round {round}: b ran on another worker");
+            assert!(
+                b_migrated,
+                "round {round}: b was stolen, yet migrated() is false"
+            );
+            assert!(
+                !a_migrated,
+                "round {round}: a ran where join_context was called"
+            );
+        }
+    });
+}
+
+/// Every `b` of a recursion of `join_context` on two workers: `migrated()`
+/// is true exactly when it runs on another worker than its fork.
+#[test]
+fn join_context_migrated_matches_the_thread_that_ran_b() {
+    fn tree(depth: u32, checked: &AtomicUsize, stolen: &AtomicUsize) {
+        if depth == 0 {
+            return;
+        }
+        let forked_on = bwos::current_thread_index();
+        bwos::join_context(
+            |a| {
+                assert!(!a.migrated(), "a runs where it was forked");
+                tree(depth - 1, checked, stolen)
+            },
+            |b| {
+                let moved = bwos::current_thread_index() != forked_on;
+                assert_eq!(b.migrated(), moved, "migrated() against the thread");
+                checked.fetch_add(1, Ordering::Relaxed);
+                stolen.fetch_add(usize::from(moved), Ordering::Relaxed);
+                tree(depth - 1, checked, stolen)
+            },
+        );
+    }
+    watchdog(
+        "join_context_migrated_matches_the_thread_that_ran_b",
+        || {
+            let pool = pool(2);
+            let (checked, stolen) = (AtomicUsize::new(0), AtomicUsize::new(0));
+            pool.install(|| tree(16, &checked, &stolen));
+            assert_eq!(checked.into_inner(), (1 << 16) - 1, "every b ran once");
+            // Whether anything was stolen depends on timing; the property is
+            // checked either way.
+            let _ = stolen.into_inner();
+        },
+    );
+}
+
+#[test]
+fn join_context_outside_any_pool_migrates_both_closures() {
+    watchdog(
+        "join_context_outside_any_pool_migrates_both_closures",
+        || {
+            let (a, b) = bwos::join_context(
+                |a| (a.migrated(), bwos::current_thread_index()),
+                |b| (b.migrated(), bwos::current_thread_index()),
+            );
+            assert_eq!(bwos::current_thread_index(), None, "the test thread");
+            assert!(a.0 && a.1.is_some(), "a ran on a worker, migrated: {a:?}");
+            assert!(b.0 && b.1.is_some(), "b ran on a worker, migrated: {b:?}");
+        },
+    );
+}
