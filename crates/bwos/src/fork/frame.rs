@@ -234,8 +234,13 @@ struct FrameOps<F>(PhantomData<F>);
 struct FrameVTable<T> {
     /// Polls the future in a frame; on `Ready`, drops the future and frees
     /// the frame before returning.
+    // SAFETY (for callers): the frame holds a live future of the type this
+    // table was made for, which never moves; after `Ready` the frame is
+    // gone and must not be used (`FrameOps::poll`).
     poll: unsafe fn(NonNull<u8>, &mut Context<'_>) -> Poll<T>,
     /// Drops the future in a frame and frees the frame.
+    // SAFETY (for callers): the frame holds a live future of the table's
+    // type, which nobody uses afterwards (`FrameOps::drop`).
     drop: unsafe fn(NonNull<u8>),
 }
 
