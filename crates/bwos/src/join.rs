@@ -133,7 +133,7 @@ where
 /// [`join_context`] on `worker`; `injected`: the caller is not on this
 /// worker's thread (both closures migrated).
 #[inline(always)]
-pub(crate) fn join_context_in_worker<A, B, RA, RB>(
+fn join_context_in_worker<A, B, RA, RB>(
     worker: &WorkerThread,
     a: A,
     b: B,
