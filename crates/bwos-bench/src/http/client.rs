@@ -98,6 +98,9 @@ async fn requests_on_one_connection(
             let request = Request::get("/")
                 .header(hyper::header::HOST, "127.0.0.1")
                 .body(Empty::<Bytes>::new())?;
+            // hyper cancels a request sent before the connection task is
+            // ready for it ("connection was not ready").
+            sender.ready().await?;
             let sent = Instant::now();
             let response = sender.send_request(request).await?;
             let ok = response.status().is_success();
