@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # The whole test suite: unit, property, drop, stress and doc tests; the loom
 # models of the queue protocol and of the runtime's protocol cores; the
-# queue's tests under Miri.
+# queue's tests under Miri; rayon's own test suite run on the rayon-core
+# drop-in.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 echo "== cargo test: unit, property, drop, stress and doc tests"
 cargo test --workspace
+
+echo "== the rayon-core drop-in: its own tests, then rayon's and rayon-core's test suites on it"
+cargo test --manifest-path crates/rayon-core/Cargo.toml
+./scripts/rayon-suite.sh
 
 echo "== loom models of the BWoS protocol (bounded preemptions, a few minutes)"
 # A separate target directory keeps the --cfg loom build from invalidating

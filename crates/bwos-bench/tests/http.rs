@@ -53,7 +53,10 @@ async fn client(address: SocketAddr, requests: Vec<Request<Full<Bytes>>>) -> Vec
     for request in requests {
         // After a response the connection task may not have taken the next
         // request slot yet: hyper cancels a request sent before `ready`.
-        sender.ready().await.expect("the connection takes another request");
+        sender
+            .ready()
+            .await
+            .expect("the connection takes another request");
         let response = sender.send_request(request).await.expect("a response");
         assert_eq!(response.status(), 200);
         let body = response

@@ -186,3 +186,59 @@ impl Latch for ThreadLatch {
         }
     }
 }
+
+/// The latch of a waiter that may or may not be a worker of the pool whose
+/// workers set it (scopes run in place, broadcasts): a [`WorkerLatch`] for
+/// a worker of that pool, else a [`ThreadLatch`].
+#[cfg(not(loom))]
+pub(crate) enum WaiterLatch {
+    Worker(WorkerLatch),
+    Thread(ThreadLatch),
+}
+
+#[cfg(not(loom))]
+impl WaiterLatch {
+    /// A latch the calling thread will wait on, set by workers of
+    /// `registry`.
+    pub(crate) fn for_current_thread(registry: &crate::pool::registry::Registry) -> Self {
+        match registry.current_worker() {
+            Some(worker) => WaiterLatch::Worker(WorkerLatch::new(worker)),
+            None => WaiterLatch::Thread(ThreadLatch::for_current_thread()),
+        }
+    }
+
+    pub(crate) fn core(&self) -> &CoreLatch {
+        match self {
+            WaiterLatch::Worker(latch) => latch.core(),
+            WaiterLatch::Thread(latch) => latch.core(),
+        }
+    }
+
+    /// Waits until the latch is set, on the thread that created it: a
+    /// worker (of any pool) runs its pool's work meanwhile, any other
+    /// thread blocks.
+    pub(crate) fn wait(&self) {
+        let worker = crate::worker::WorkerThread::current();
+        if worker.is_null() {
+            self.core().wait_blocking();
+        } else {
+            // SAFETY: a non-null current worker lives on this thread's
+            // stack (or is leaked) while the thread runs pool work.
+            unsafe { (*worker).wait_until(self.core()) };
+        }
+    }
+}
+
+#[cfg(not(loom))]
+impl Latch for WaiterLatch {
+    unsafe fn set(this: *const Self) {
+        // SAFETY: forwarded from the caller: `this` is live until the core
+        // is set, and each arm touches nothing after setting it.
+        unsafe {
+            match &*this {
+                WaiterLatch::Worker(latch) => Latch::set(latch),
+                WaiterLatch::Thread(latch) => Latch::set(latch),
+            }
+        }
+    }
+}

@@ -76,6 +76,8 @@ mod latch;
 mod sync;
 
 #[cfg(not(loom))]
+mod broadcast;
+#[cfg(not(loom))]
 mod idle;
 #[cfg(not(loom))]
 mod scope;
@@ -114,15 +116,20 @@ pub mod task;
 mod worker;
 
 #[cfg(not(loom))]
+pub use broadcast::{BroadcastContext, broadcast, spawn_broadcast};
+#[cfg(not(loom))]
 pub use idle::{DEFAULT_SLEEP_THRESHOLD, IdlePolicy};
 #[cfg(not(loom))]
 pub use join::{FnContext, join, join_context};
 #[cfg(not(loom))]
 pub use pool::ThreadPool;
 #[cfg(not(loom))]
-pub use pool::builder::{MAX_THREADS, NUM_THREADS_ENV, ThreadPoolBuildError, ThreadPoolBuilder};
+pub use pool::builder::{
+    MAX_THREADS, NUM_THREADS_ENV, RAYON_NUM_THREADS_ENV, ThreadBuilder, ThreadPoolBuildError,
+    ThreadPoolBuilder,
+};
 #[cfg(not(loom))]
-pub use scope::{Scope, scope};
+pub use scope::{Scope, ScopeFifo, in_place_scope, in_place_scope_fifo, scope, scope_fifo};
 #[cfg(not(loom))]
 pub use stats::PoolStats;
 #[cfg(not(loom))]
@@ -153,6 +160,83 @@ where
     F: FnOnce() + Send + 'static,
 {
     current_registry().spawn(func);
+}
+
+/// Like [`spawn`], but the jobs one worker spawns this way start in the
+/// order they were spawned (FIFO) instead of newest first. Outside the
+/// pools the job goes to the global pool's injector, which is FIFO too.
+///
+/// ```
+/// let (sender, receiver) = std::sync::mpsc::channel();
+/// bwos::spawn_fifo(move || sender.send("done").unwrap());
+/// assert_eq!(receiver.recv().unwrap(), "done");
+/// ```
+#[cfg(not(loom))]
+pub fn spawn_fifo<F>(func: F)
+where
+    F: FnOnce() + Send + 'static,
+{
+    current_registry().spawn_fifo(func);
+}
+
+/// What [`yield_now`] or [`yield_local`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Yield {
+    /// It ran one job.
+    Executed,
+    /// It found no job to run.
+    Idle,
+}
+
+/// Runs one pending job of the current pool, if there is one: a job of the
+/// calling worker's queue, else a broadcast job for it, a stolen job or an
+/// injected one. Returns `None` outside the pools. A loop that waits for
+/// something other work produces can call it to help instead of spinning.
+///
+/// ```
+/// assert_eq!(bwos::yield_now(), None); // not a worker
+/// let pool = bwos::ThreadPoolBuilder::new().num_threads(1).build()?;
+/// let outcome = pool.install(|| bwos::yield_now());
+/// assert_eq!(outcome, Some(bwos::Yield::Idle));
+/// # Ok::<(), bwos::ThreadPoolBuildError>(())
+/// ```
+#[cfg(not(loom))]
+pub fn yield_now() -> Option<Yield> {
+    yield_here(false)
+}
+
+/// As [`yield_now`], but runs only a job of the calling worker's own
+/// queue.
+#[cfg(not(loom))]
+pub fn yield_local() -> Option<Yield> {
+    yield_here(true)
+}
+
+#[cfg(not(loom))]
+fn yield_here(local_only: bool) -> Option<Yield> {
+    let worker = worker::WorkerThread::current();
+    if worker.is_null() {
+        return None;
+    }
+    // SAFETY: a non-null current worker lives on this thread's stack (or
+    // is leaked) while the thread runs pool work.
+    let ran = unsafe { (*worker).yield_once(local_only) };
+    Some(if ran { Yield::Executed } else { Yield::Idle })
+}
+
+/// The largest number of threads a pool may have: [`MAX_THREADS`].
+#[cfg(not(loom))]
+pub fn max_num_threads() -> usize {
+    MAX_THREADS
+}
+
+/// Whether the calling worker's queue holds jobs (`None` outside the
+/// pools). A racy snapshot: thieves may take them at any moment.
+#[cfg(not(loom))]
+pub fn current_thread_has_pending_tasks() -> Option<bool> {
+    let worker = worker::WorkerThread::current();
+    // SAFETY: a non-null current worker lives on this thread's stack.
+    (!worker.is_null()).then(|| unsafe { (*worker).has_pending_jobs() })
 }
 
 /// The number of threads of the current pool: the pool of the calling

@@ -35,14 +35,22 @@
 //! pending at the next `join`, since an awake thief takes it in about a
 //! microsecond.
 //!
-//! A worker that became hungry after the owner's last `join` sees the
-//! owner's private jobs only at its next `join` or spawn. Fine-grained
-//! fork/join joins all the time; a long serial stretch between two joins
-//! delays sharing by that stretch. The offer right after queueing `b`
-//! makes `join(long, long)` parallel when another worker is idle at the
-//! fork (without it, `b` waited for the end of `a`: 400 ms instead of
-//! 200 ms for two 200 ms halves on two workers); a worker that becomes
-//! idle only later, while `a` runs without joining, still waits for `a`.
+//! # One job in sight
+//! A worker that became hungry after the owner's last `join` would see the
+//! owner's private jobs only at its next `join` or spawn, and a job that
+//! waits for another one of the same queue (a `join` whose `a` waits for
+//! `b` to start, spawned jobs meeting at a barrier) would wait forever
+//! while the owner runs it. So a queue that holds jobs always shows one to
+//! thieves: a push that starts a fresh block (the jobs before it were
+//! shared or taken back) shares it unless the block granted last still
+//! holds a job, and a job the scheduler loop pops from the queue shares
+//! the private jobs left under it on the same condition. The cost is
+//! small: in a recursion the oldest job changes only when the owner
+//! returns to it (fib(n) alone on a worker shares about n/2 times, each a
+//! block move). What stays private is the jobs above a visible one while
+//! the owner runs without joining: a program whose jobs wait for each
+//! other needs as many visible jobs as waiters, which child stealing with
+//! private blocks does not promise (rayon does not promise it either).
 
 use std::cell::Cell;
 use std::ptr;
@@ -131,6 +139,10 @@ pub(crate) struct WorkerThread {
     /// fork instead of a thread-local lookup (see `fork::stack_limit_here`
     /// for the values it takes where the stack bounds are unknown).
     stack_limit: Cell<usize>,
+    /// Whether this is the thread that built the pool
+    /// (`ThreadPoolBuilder::use_current_thread`): it runs pool work only
+    /// while it waits for some, never the scheduler loop.
+    building_thread: bool,
 }
 
 impl WorkerThread {
@@ -142,6 +154,42 @@ impl WorkerThread {
 
     pub(crate) fn index(&self) -> usize {
         self.index
+    }
+
+    /// See the field.
+    pub(crate) fn is_building_thread(&self) -> bool {
+        self.building_thread
+    }
+
+    /// Whether the local queue holds jobs.
+    pub(crate) fn has_pending_jobs(&self) -> bool {
+        !self.queue.is_empty()
+    }
+
+    /// Runs one job other than the caller's own frames, if there is one:
+    /// a local job, else (unless `local_only`) a broadcast job, a stolen
+    /// job or an injected job. Returns whether it ran one.
+    pub(crate) fn yield_once(&self, local_only: bool) -> bool {
+        let job = if local_only {
+            self.take_local()
+        } else {
+            self.take_local()
+                .or_else(|| self.registry.take_broadcast(self.index))
+                .or_else(|| {
+                    self.victims
+                        .steal(self.index, &PoolQueues(self), &*self.registry, |_| {})
+                })
+                .or_else(|| self.registry.take_injected())
+        };
+        match job {
+            Some(job) => {
+                // SAFETY: as in `run_until`: a job taken out of the pool's
+                // queues is executed once, by its taker.
+                unsafe { job.execute() };
+                true
+            }
+            None => false,
+        }
     }
 
     /// See the field: the stack address below which `fork` switches to a
@@ -175,8 +223,33 @@ impl WorkerThread {
         if self.queue.push(job).is_err() {
             return false;
         }
-        self.offer_if_hungry();
+        if self.queue.private_len() == 1 {
+            // The first job of a fresh block: the older ones, if any, were
+            // shared or taken back (see "One job in sight").
+            self.show_oldest();
+        } else {
+            self.offer_if_hungry();
+        }
         true
+    }
+
+    /// Shares the private jobs if the block granted last holds none a
+    /// thief could take, so that a non-empty queue always shows thieves a
+    /// job (see "One job in sight" in the module docs); wakes a sleeper if
+    /// some worker is hungry.
+    ///
+    /// Out of line: `push` is inlined into every `join`, and a recursion
+    /// that carries this body in its own frame ran 20% slower (fib on one
+    /// worker), though the call is rare.
+    #[inline(never)]
+    fn show_oldest(&self) {
+        if self.queue.granted_pending() || !self.queue.share() {
+            return;
+        }
+        if self.eager_join.unwrap_or(self.idle_hint).anyone_idle() {
+            self.beat();
+            self.registry.notify_new_work();
+        }
     }
 
     /// Jobs in the worker's current block, which thieves cannot see until
@@ -335,6 +408,14 @@ impl WorkerThread {
     /// the I/O driver when it sleeps (see `io/driver.rs`).
     fn find_work(&self, idle: &mut Idle) -> Option<JobRef> {
         if let Some(job) = self.take_local() {
+            if self.queue.private_len() > 0 {
+                // The job may run long without a `join`: the rest of the
+                // queue stays in sight of thieves meanwhile.
+                self.show_oldest();
+            }
+            return Some(job);
+        }
+        if let Some(job) = self.registry.take_broadcast(self.index) {
             return Some(job);
         }
         if let Some(task) = self.take_local_task() {
@@ -412,13 +493,68 @@ impl WorkerThread {
         {
             started.worker_failed(index, error);
         }
+        let worker = Self::new(registry, index, queue, tasks, settings, false);
+        worker.registry.balance.beat(index, current_cpu());
+        CURRENT.with(|current| current.set(&worker));
+        worker.registry.register_thread(index);
+        started.worker_started();
+        drop(started);
+        worker.registry.thread_started(index);
+        worker.run_until(
+            worker.registry.terminate_latch(index),
+            Idle::at_start(&worker),
+        );
+        debug_assert!(
+            worker.queue.is_empty(),
+            "a terminated worker left jobs behind"
+        );
+        // Tasks do not keep the pool alive: cancel the queued ones. A
+        // cancelled future's destructor may wake other tasks; they come
+        // back to this queue, so drain until it stays empty.
+        while let Some(task) = worker.tasks.pop() {
+            task.cancel();
+        }
+        worker.registry.thread_exiting(index);
+        CURRENT.with(|current| current.set(ptr::null()));
+        worker.registry.worker_stopped();
+        guard.disarm();
+    }
+
+    /// Makes the calling thread, which is no worker, worker `index` of
+    /// `registry` for the rest of its life, without running the scheduler
+    /// loop (`ThreadPoolBuilder::use_current_thread`). The worker state is
+    /// leaked: other threads may point to it as long as the process runs.
+    pub(crate) fn adopt_current_thread(
+        registry: Arc<Registry>,
+        index: usize,
+        queue: lifo::Worker<JobRef>,
+        tasks: fifo::Worker<Notified>,
+        settings: WorkerSettings,
+    ) {
+        debug_assert!(Self::current().is_null());
+        let worker: &'static WorkerThread = Box::leak(Box::new(Self::new(
+            registry, index, queue, tasks, settings, true,
+        )));
+        CURRENT.with(|current| current.set(worker));
+        worker.registry.register_thread(index);
+        worker.registry.thread_started(index);
+    }
+
+    fn new(
+        registry: Arc<Registry>,
+        index: usize,
+        queue: lifo::Worker<JobRef>,
+        tasks: fifo::Worker<Notified>,
+        settings: WorkerSettings,
+        building_thread: bool,
+    ) -> Self {
         let real_hint = registry.sleep.hint();
         let (idle_hint, eager_join) = if settings.lazy_queueing {
             (real_hint, None)
         } else {
             (IdleHint::always_hungry(), Some(real_hint))
         };
-        let worker = WorkerThread {
+        WorkerThread {
             idle_hint,
             eager_join,
             queue,
@@ -436,29 +572,8 @@ impl WorkerThread {
             offer_skip: Cell::new(0),
             offer_backoff: Cell::new(0),
             stack_limit: Cell::new(crate::fork::stack_limit_here()),
-        };
-        worker.registry.balance.beat(index, current_cpu());
-        CURRENT.with(|current| current.set(&worker));
-        worker.registry.register_thread(index);
-        started.worker_started();
-        drop(started);
-        worker.run_until(
-            worker.registry.terminate_latch(index),
-            Idle::at_start(&worker),
-        );
-        debug_assert!(
-            worker.queue.is_empty(),
-            "a terminated worker left jobs behind"
-        );
-        // Tasks do not keep the pool alive: cancel the queued ones. A
-        // cancelled future's destructor may wake other tasks; they come
-        // back to this queue, so drain until it stays empty.
-        while let Some(task) = worker.tasks.pop() {
-            task.cancel();
+            building_thread,
         }
-        CURRENT.with(|current| current.set(ptr::null()));
-        worker.registry.worker_stopped();
-        guard.disarm();
     }
 }
 

@@ -13,6 +13,29 @@ fn set_env(value: &str) {
 
 #[test]
 fn num_threads_from_the_environment() {
+    // RAYON_NUM_THREADS counts when BWOS_NUM_THREADS is not set, with
+    // rayon's rules: a value that is not a positive number is ignored.
+    let automatic = std::thread::available_parallelism().map_or(1, usize::from);
+    // SAFETY: as in `set_env`.
+    unsafe { std::env::set_var(bwos::RAYON_NUM_THREADS_ENV, "3") };
+    assert_eq!(ThreadPoolBuilder::new().resolved_num_threads().unwrap(), 3);
+    for ignored in ["0", "many", ""] {
+        // SAFETY: as in `set_env`.
+        unsafe { std::env::set_var(bwos::RAYON_NUM_THREADS_ENV, ignored) };
+        assert_eq!(
+            ThreadPoolBuilder::new().resolved_num_threads().unwrap(),
+            automatic,
+            "RAYON_NUM_THREADS={ignored:?}"
+        );
+    }
+    // BWOS_NUM_THREADS wins.
+    // SAFETY: as in `set_env`.
+    unsafe { std::env::set_var(bwos::RAYON_NUM_THREADS_ENV, "5") };
+    set_env("4");
+    assert_eq!(ThreadPoolBuilder::new().resolved_num_threads().unwrap(), 4);
+    // SAFETY: as in `set_env`.
+    unsafe { std::env::remove_var(bwos::RAYON_NUM_THREADS_ENV) };
+
     set_env("3");
     assert_eq!(
         ThreadPoolBuilder::new()
@@ -31,7 +54,6 @@ fn num_threads_from_the_environment() {
     );
 
     set_env("0");
-    let automatic = std::thread::available_parallelism().map_or(1, usize::from);
     assert_eq!(
         ThreadPoolBuilder::new().resolved_num_threads().unwrap(),
         automatic

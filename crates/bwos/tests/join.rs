@@ -422,3 +422,54 @@ fn join_context_outside_any_pool_migrates_both_closures() {
         },
     );
 }
+
+/// A worker that becomes hungry only after a `join` queued `b`, while `a`
+/// runs without joining again, must still see `b`: here `a` waits for `b`,
+/// so a `b` left private in the forking worker's block would hang the test
+/// (see "One job in sight" in the worker's docs).
+#[test]
+fn b_is_in_sight_of_a_worker_that_becomes_hungry_after_the_fork() {
+    use std::sync::atomic::AtomicBool;
+    watchdog(
+        "b_is_in_sight_of_a_worker_that_becomes_hungry_after_the_fork",
+        || {
+            let pool = pool(2);
+            for round in 0..20 {
+                let busy = std::sync::Arc::new(AtomicUsize::new(0));
+                // Keep the other worker busy until the fork has happened.
+                let other = std::sync::Arc::clone(&busy);
+                pool.spawn(move || {
+                    other.store(1, Ordering::Release);
+                    while other.load(Ordering::Acquire) == 1 {
+                        std::hint::spin_loop();
+                    }
+                });
+                while busy.load(Ordering::Acquire) == 0 {
+                    std::thread::yield_now();
+                }
+                let b_ran = AtomicBool::new(false);
+                let (forked_on, ran_on) = pool.install(|| {
+                    bwos::join(
+                        || {
+                            // Release the other worker only now: it turns
+                            // hungry after `b` was queued.
+                            busy.store(2, Ordering::Release);
+                            while !b_ran.load(Ordering::Acquire) {
+                                std::hint::spin_loop();
+                            }
+                            bwos::current_thread_index()
+                        },
+                        || {
+                            b_ran.store(true, Ordering::Release);
+                            bwos::current_thread_index()
+                        },
+                    )
+                });
+                assert_ne!(
+                    forked_on, ran_on,
+                    "round {round}: b ran on the other worker"
+                );
+            }
+        },
+    );
+}

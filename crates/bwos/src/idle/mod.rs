@@ -315,7 +315,7 @@ impl Idle {
         let outcome = registry.sleep.sleep_parking_with(
             worker.index(),
             latch,
-            || registry.has_visible_work(),
+            || registry.has_visible_work(worker.index()),
             || worker.counters().sleep(),
             |still_asleep, wake_early| {
                 registry.park_worker(worker.index(), still_asleep, wake_early)

@@ -9,15 +9,20 @@ use std::thread;
 use bwos_queue::{Config, fifo, lifo};
 
 use super::ThreadPool;
-use super::registry::{PanicHandler, Registry};
+use super::registry::{PanicHandler, Registry, RegistryOptions, ThreadHandler};
 use crate::idle::{DEFAULT_SLEEP_THRESHOLD, IdleConfig, IdlePolicy};
-use crate::steal::topology::Topology;
+use crate::steal::topology::{Topology, pin_current_thread};
 use crate::steal::{StealBatch, StealConfig, StealPolicy};
 use crate::task::executor::task_queue_config;
 use crate::worker::{WorkerSettings, WorkerThread, default_queue_config};
 
 /// The environment variable that sets the default number of threads.
 pub const NUM_THREADS_ENV: &str = "BWOS_NUM_THREADS";
+
+/// The variable read when [`NUM_THREADS_ENV`] is not set, with rayon's
+/// rules (a value that is not a positive number means the default), so
+/// that programs moved from rayon keep their configuration.
+pub const RAYON_NUM_THREADS_ENV: &str = "RAYON_NUM_THREADS";
 
 /// The largest number of threads a pool may have.
 pub const MAX_THREADS: usize = 1 << 16;
@@ -48,6 +53,11 @@ pub struct ThreadPoolBuilder {
     sleep_threshold: Option<u32>,
     pin_threads: bool,
     yield_to_victim: bool,
+    start_handler: Option<Box<ThreadHandler>>,
+    exit_handler: Option<Box<ThreadHandler>>,
+    use_current_thread: bool,
+    breadth_first: bool,
+    detach_threads_on_drop: bool,
 }
 
 impl ThreadPoolBuilder {
@@ -99,6 +109,98 @@ impl ThreadPoolBuilder {
     /// ```
     pub fn stack_size(mut self, bytes: usize) -> Self {
         self.stack_size = Some(bytes);
+        self
+    }
+
+    /// Calls `handler(index)` on each worker thread when it starts, before
+    /// it runs any work. A panic in it goes to the
+    /// [`panic_handler`](Self::panic_handler) (or aborts without one).
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// static STARTED: AtomicUsize = AtomicUsize::new(0);
+    /// let pool = bwos::ThreadPoolBuilder::new()
+    ///     .num_threads(2)
+    ///     .start_handler(|_index| { STARTED.fetch_add(1, Ordering::Relaxed); })
+    ///     .build()?;
+    /// drop(pool); // joins the workers
+    /// assert_eq!(STARTED.load(Ordering::Relaxed), 2);
+    /// # Ok::<(), bwos::ThreadPoolBuildError>(())
+    /// ```
+    pub fn start_handler<H>(mut self, handler: H) -> Self
+    where
+        H: Fn(usize) + Send + Sync + 'static,
+    {
+        self.start_handler = Some(Box::new(handler));
+        self
+    }
+
+    /// Calls `handler(index)` on each worker thread when it exits, after
+    /// its last job. A panic in it goes to the
+    /// [`panic_handler`](Self::panic_handler) (or aborts without one). The
+    /// thread that built the pool with
+    /// [`use_current_thread`](Self::use_current_thread) never exits the
+    /// pool, so it never calls it.
+    pub fn exit_handler<H>(mut self, handler: H) -> Self
+    where
+        H: Fn(usize) + Send + Sync + 'static,
+    {
+        self.exit_handler = Some(Box::new(handler));
+        self
+    }
+
+    /// Makes the thread that calls [`build`](Self::build) worker 0 of the
+    /// pool, for the rest of its life; one thread fewer is started. That
+    /// thread does not run the scheduler loop: it runs pool work only
+    /// while it waits for some (`join`, `scope`, `install` or `broadcast`
+    /// from it, [`yield_now`](crate::yield_now)). Its detached spawns go to
+    /// the pool's injector, where the other workers find them. `build`
+    /// fails with [`ThreadPoolBuildError::CurrentThreadAlreadyInPool`] on
+    /// a thread that is already a worker of some pool.
+    ///
+    /// ```
+    /// let pool = bwos::ThreadPoolBuilder::new()
+    ///     .num_threads(2)
+    ///     .use_current_thread()
+    ///     .build()?;
+    /// assert_eq!(bwos::current_thread_index(), Some(0));
+    /// assert_eq!(pool.join(|| 1, || 2), (1, 2));
+    /// # Ok::<(), bwos::ThreadPoolBuildError>(())
+    /// ```
+    pub fn use_current_thread(mut self) -> Self {
+        self.use_current_thread = true;
+        self
+    }
+
+    /// Queues [`spawn`](crate::spawn) and [`Scope::spawn`](crate::Scope::spawn)
+    /// jobs as their FIFO versions do ([`spawn_fifo`](crate::spawn_fifo),
+    /// [`ScopeFifo::spawn_fifo`](crate::ScopeFifo::spawn_fifo)), so that a
+    /// worker starts its spawns oldest first. `join` stays depth-first
+    /// (rayon's `breadth_first` also made joins FIFO, which bwos's queue
+    /// does not do; rayon itself discourages the option).
+    pub fn breadth_first(mut self) -> Self {
+        self.breadth_first = true;
+        self
+    }
+
+    /// Whether dropping the pool returns at once (`true`) or waits for its
+    /// threads to exit (`false`, the default). Either way the threads run
+    /// the queued and spawned work before they stop; `true` is rayon's
+    /// behaviour.
+    ///
+    /// ```
+    /// let pool = bwos::ThreadPoolBuilder::new()
+    ///     .num_threads(1)
+    ///     .detach_threads_on_drop(true)
+    ///     .build()?;
+    /// let (sender, receiver) = std::sync::mpsc::channel();
+    /// pool.spawn(move || sender.send(42).unwrap());
+    /// drop(pool); // returns at once; the spawned job still runs
+    /// assert_eq!(receiver.recv().unwrap(), 42);
+    /// # Ok::<(), bwos::ThreadPoolBuildError>(())
+    /// ```
+    pub fn detach_threads_on_drop(mut self, detach: bool) -> Self {
+        self.detach_threads_on_drop = detach;
         self
     }
 
@@ -267,7 +369,13 @@ impl ThreadPoolBuilder {
                     Ok(n) => n,
                     Err(_) => return Err(ThreadPoolBuildError::InvalidEnvironment { value }),
                 },
-                Err(std::env::VarError::NotPresent) => default_parallelism(),
+                Err(std::env::VarError::NotPresent) => match std::env::var(RAYON_NUM_THREADS_ENV)
+                    .ok()
+                    .and_then(|value| value.trim().parse::<usize>().ok())
+                {
+                    Some(n) if n > 0 => n,
+                    _ => default_parallelism(),
+                },
                 Err(std::env::VarError::NotUnicode(value)) => {
                     return Err(ThreadPoolBuildError::InvalidEnvironment {
                         value: value.to_string_lossy().into_owned(),
@@ -283,8 +391,103 @@ impl ThreadPoolBuilder {
 
     /// Starts the threads. Returns once every worker is running.
     pub fn build(self) -> Result<ThreadPool, ThreadPoolBuildError> {
+        self.build_threads(&mut |thread| {
+            let mut builder = thread::Builder::new().name(match &thread.name {
+                Some(name) => name.clone(),
+                None => format!("bwos-worker-{}", thread.index),
+            });
+            if let Some(bytes) = thread.stack_size.or_else(main_thread_stack_size) {
+                builder = builder.stack_size(bytes);
+            }
+            builder.spawn(move || thread.run()).map(Some)
+        })
+    }
+
+    /// Builds the pool with `spawn` starting its threads: `spawn` gets a
+    /// [`ThreadBuilder`] per worker and must start a thread that calls its
+    /// [`run`](ThreadBuilder::run), without waiting for this call to
+    /// return (it waits until every worker runs). An error from `spawn`
+    /// stops the workers started so far and is returned as
+    /// [`ThreadPoolBuildError::Spawn`].
+    ///
+    /// The pool does not join threads it did not start: dropping it stops
+    /// them, and whoever started them joins them if that matters.
+    ///
+    /// ```
+    /// let mut handles = Vec::new();
+    /// let pool = bwos::ThreadPoolBuilder::new()
+    ///     .num_threads(2)
+    ///     .build_with_spawn_handler(|thread| {
+    ///         handles.push(std::thread::Builder::new().spawn(move || thread.run())?);
+    ///         Ok(())
+    ///     })?;
+    /// assert_eq!(pool.join(|| 1, || 2), (1, 2));
+    /// drop(pool);
+    /// for handle in handles {
+    ///     handle.join().unwrap();
+    /// }
+    /// # Ok::<(), bwos::ThreadPoolBuildError>(())
+    /// ```
+    pub fn build_with_spawn_handler<F>(
+        self,
+        mut spawn: F,
+    ) -> Result<ThreadPool, ThreadPoolBuildError>
+    where
+        F: FnMut(ThreadBuilder) -> io::Result<()>,
+    {
+        self.build_threads(&mut |thread| spawn(thread).map(|()| None))
+    }
+
+    /// Builds a pool whose threads are scoped threads of this call, runs
+    /// `with_pool` with it, drops it and returns once its threads have
+    /// exited. Each thread runs `wrapper(thread)`, which must call
+    /// [`thread.run()`](ThreadBuilder::run): the wrapper may set up state
+    /// that borrows from the caller (scoped thread-locals, for instance).
+    ///
+    /// ```
+    /// let data = vec![1, 2, 3];
+    /// let sum = bwos::ThreadPoolBuilder::new()
+    ///     .num_threads(2)
+    ///     .build_scoped(
+    ///         |thread| thread.run(),
+    ///         |pool| pool.install(|| data.iter().sum::<i32>()),
+    ///     )?;
+    /// assert_eq!(sum, 6);
+    /// # Ok::<(), bwos::ThreadPoolBuildError>(())
+    /// ```
+    pub fn build_scoped<W, F, R>(self, wrapper: W, with_pool: F) -> Result<R, ThreadPoolBuildError>
+    where
+        W: Fn(ThreadBuilder) + Sync,
+        F: FnOnce(&ThreadPool) -> R,
+    {
+        thread::scope(|scope| {
+            let wrapper = &wrapper;
+            let pool = self.build_with_spawn_handler(|thread| {
+                let mut builder = thread::Builder::new();
+                if let Some(name) = thread.name() {
+                    builder = builder.name(name.to_owned());
+                }
+                if let Some(bytes) = thread.stack_size().or_else(main_thread_stack_size) {
+                    builder = builder.stack_size(bytes);
+                }
+                builder.spawn_scoped(scope, move || wrapper(thread))?;
+                Ok(())
+            })?;
+            Ok(with_pool(&pool))
+        })
+    }
+
+    /// Starts the threads with `spawn`, which returns the handle of a
+    /// thread the pool should join when it is dropped.
+    fn build_threads(
+        self,
+        spawn: &mut dyn FnMut(ThreadBuilder) -> io::Result<Option<thread::JoinHandle<()>>>,
+    ) -> Result<ThreadPool, ThreadPoolBuildError> {
         self.validate()?;
         let num_threads = self.resolved_num_threads()?;
+        if self.use_current_thread && !WorkerThread::current().is_null() {
+            return Err(ThreadPoolBuildError::CurrentThreadAlreadyInPool);
+        }
         let mut name = self.thread_name;
         let (queues, stealers): (Vec<_>, Vec<_>) = (0..num_threads)
             .map(|_| lifo::new(self.queue_config.unwrap_or_else(default_queue_config)))
@@ -309,42 +512,77 @@ impl ThreadPoolBuilder {
         let (task_queues, task_stealers): (Vec<_>, Vec<_>) = (0..num_threads)
             .map(|_| fifo::new(task_queue_config()))
             .unzip();
-        let registry = Arc::new(Registry::new(stealers, task_stealers, self.panic_handler));
+        let options = RegistryOptions {
+            panic_handler: self.panic_handler,
+            start_handler: self.start_handler,
+            exit_handler: self.exit_handler,
+            breadth_first: self.breadth_first,
+            uses_building_thread: self.use_current_thread,
+        };
+        let registry = Arc::new(Registry::new(
+            stealers,
+            task_stealers,
+            options,
+            !self.detach_threads_on_drop,
+        ));
         let started = Arc::new(Started::default());
         let mut handles = Vec::with_capacity(num_threads);
+        let mut spawned = 0;
+        let mut building_worker = None;
         for (index, (queue, tasks)) in queues.into_iter().zip(task_queues).enumerate() {
-            let mut thread = thread::Builder::new().name(match &mut name {
-                Some(name) => name(index),
-                None => format!("bwos-worker-{index}"),
-            });
-            if let Some(bytes) = self.stack_size.or_else(main_thread_stack_size) {
-                thread = thread.stack_size(bytes);
+            if index == 0 && self.use_current_thread {
+                building_worker = Some((queue, tasks));
+                continue;
             }
             let worker_registry = Arc::clone(&registry);
             let worker_started = Arc::clone(&started);
             let worker_settings = settings.clone();
-            match thread.spawn(move || {
-                WorkerThread::main(
-                    worker_registry,
-                    index,
-                    queue,
-                    tasks,
-                    worker_settings,
-                    worker_started,
-                )
-            }) {
-                Ok(handle) => handles.push(handle),
+            let thread = ThreadBuilder {
+                index,
+                name: name.as_mut().map(|name| name(index)),
+                stack_size: self.stack_size,
+                body: Box::new(move || {
+                    WorkerThread::main(
+                        worker_registry,
+                        index,
+                        queue,
+                        tasks,
+                        worker_settings,
+                        worker_started,
+                    )
+                }),
+            };
+            match spawn(thread) {
+                Ok(handle) => {
+                    spawned += 1;
+                    handles.extend(handle);
+                }
                 Err(error) => {
                     // Stop and join the workers started so far.
-                    started.wait_for(handles.len());
+                    started.wait_for(spawned);
                     registry.add_handles(handles);
                     drop(ThreadPool { registry });
                     return Err(ThreadPoolBuildError::Spawn(error));
                 }
             }
         }
-        started.wait_for(num_threads);
+        started.wait_for(spawned);
         registry.add_handles(handles);
+        if let Some((queue, tasks)) = building_worker {
+            if settings.pin_threads
+                && let Err(error) = pin_current_thread(0)
+            {
+                started.worker_failed(0, error);
+            } else {
+                WorkerThread::adopt_current_thread(
+                    Arc::clone(&registry),
+                    0,
+                    queue,
+                    tasks,
+                    settings,
+                );
+            }
+        }
         let pool = ThreadPool { registry };
         if let Some((worker, error)) = started.take_failure() {
             drop(pool);
@@ -362,7 +600,61 @@ impl ThreadPoolBuilder {
     /// build failed (it is not retried), or the error of this build, in
     /// which case nothing is stored and the call may be repeated.
     pub fn build_global(self) -> Result<(), ThreadPoolBuildError> {
-        super::global::set(self)
+        super::global::set(|| self.build())
+    }
+
+    /// [`build_global`](Self::build_global) with threads started by
+    /// `spawn`, as in [`build_with_spawn_handler`](Self::build_with_spawn_handler).
+    pub fn build_global_with_spawn_handler<F>(self, spawn: F) -> Result<(), ThreadPoolBuildError>
+    where
+        F: FnMut(ThreadBuilder) -> io::Result<()>,
+    {
+        super::global::set(|| self.build_with_spawn_handler(spawn))
+    }
+}
+
+/// A worker thread to start, as a spawn handler gets it
+/// ([`ThreadPoolBuilder::build_with_spawn_handler`]): the handler starts a
+/// thread that calls [`run`](Self::run).
+pub struct ThreadBuilder {
+    index: usize,
+    name: Option<String>,
+    stack_size: Option<usize>,
+    body: Box<dyn FnOnce() + Send>,
+}
+
+impl ThreadBuilder {
+    /// The worker's index in its pool.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The name [`ThreadPoolBuilder::thread_name`] gives this worker, if
+    /// it was called.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// The stack size [`ThreadPoolBuilder::stack_size`] asks for, if it
+    /// was called (bwos's own threads otherwise get the main thread's
+    /// stack size; a handler decides for itself).
+    pub fn stack_size(&self) -> Option<usize> {
+        self.stack_size
+    }
+
+    /// Runs the worker on the calling thread until the pool stops.
+    pub fn run(self) {
+        (self.body)();
+    }
+}
+
+impl fmt::Debug for ThreadBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ThreadBuilder")
+            .field("index", &self.index)
+            .field("name", &self.name)
+            .field("stack_size", &self.stack_size)
+            .finish_non_exhaustive()
     }
 }
 
@@ -434,6 +726,11 @@ impl fmt::Debug for ThreadPoolBuilder {
             .field("idle_policy", &self.idle_policy)
             .field("sleep_threshold", &self.sleep_threshold)
             .field("pin_threads", &self.pin_threads)
+            .field("start_handler", &self.start_handler.is_some())
+            .field("exit_handler", &self.exit_handler.is_some())
+            .field("use_current_thread", &self.use_current_thread)
+            .field("breadth_first", &self.breadth_first)
+            .field("detach_threads_on_drop", &self.detach_threads_on_drop)
             .finish()
     }
 }
@@ -454,6 +751,9 @@ pub enum ThreadPoolBuildError {
     },
     /// The global pool exists already.
     GlobalPoolAlreadyInitialized,
+    /// [`ThreadPoolBuilder::use_current_thread`] on a thread that is a
+    /// worker of a pool already.
+    CurrentThreadAlreadyInPool,
     /// Building the global pool on first use failed earlier; the failure is
     /// kept and the build not retried.
     GlobalPoolBuildFailed {
@@ -496,6 +796,10 @@ impl fmt::Display for ThreadPoolBuildError {
             ThreadPoolBuildError::GlobalPoolAlreadyInitialized => f.write_str(
                 "the global thread pool exists already (build_global must come before \
                  the first use of the free functions)",
+            ),
+            ThreadPoolBuildError::CurrentThreadAlreadyInPool => f.write_str(
+                "use_current_thread was asked on a thread that is already a worker of a \
+                 pool; build the pool from a thread outside every pool",
             ),
             ThreadPoolBuildError::GlobalPoolBuildFailed { reason } => write!(
                 f,

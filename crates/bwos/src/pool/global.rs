@@ -34,13 +34,15 @@ pub(crate) fn registry() -> &'static Arc<Registry> {
     }
 }
 
-pub(crate) fn set(builder: ThreadPoolBuilder) -> Result<(), ThreadPoolBuildError> {
+pub(crate) fn set(
+    build: impl FnOnce() -> Result<ThreadPool, ThreadPoolBuildError>,
+) -> Result<(), ThreadPoolBuildError> {
     if let Some(existing) = GLOBAL.get() {
         return Err(already_there(existing));
     }
     // A failure here is the caller's to handle: nothing is stored, so the
     // caller may try another configuration.
-    let pool = builder.build()?;
+    let pool = build()?;
     // Lost a race with another initialisation: the new pool is dropped
     // (its threads are stopped and joined).
     GLOBAL

@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use registry::Registry;
 
-use crate::scope::Scope;
+use crate::broadcast::BroadcastContext;
+use crate::scope::{Scope, ScopeFifo};
 use crate::stats::PoolStats;
 use crate::task::JoinHandle;
 
@@ -66,6 +67,81 @@ impl ThreadPool {
         R: Send,
     {
         self.install(|| crate::scope(op))
+    }
+
+    /// [`scope_fifo`](crate::scope_fifo) in this pool.
+    pub fn scope_fifo<'scope, OP, R>(&self, op: OP) -> R
+    where
+        OP: FnOnce(&ScopeFifo<'scope>) -> R + Send,
+        R: Send,
+    {
+        self.install(|| crate::scope_fifo(op))
+    }
+
+    /// [`in_place_scope`](crate::in_place_scope) with this pool: the body
+    /// runs on the calling thread, spawned closures in this pool.
+    pub fn in_place_scope<'scope, OP, R>(&self, op: OP) -> R
+    where
+        OP: FnOnce(&Scope<'scope>) -> R,
+    {
+        crate::scope::in_place_scope_in(&self.registry, op)
+    }
+
+    /// [`in_place_scope_fifo`](crate::in_place_scope_fifo) with this pool.
+    pub fn in_place_scope_fifo<'scope, OP, R>(&self, op: OP) -> R
+    where
+        OP: FnOnce(&ScopeFifo<'scope>) -> R,
+    {
+        self.in_place_scope(|base| {
+            // SAFETY: `ScopeFifo` is a transparent wrapper of `Scope`.
+            op(unsafe { ScopeFifo::from_base(base) })
+        })
+    }
+
+    /// [`spawn_fifo`](crate::spawn_fifo) in this pool.
+    pub fn spawn_fifo<F>(&self, func: F)
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        self.registry.spawn_fifo(func);
+    }
+
+    /// [`broadcast`](crate::broadcast) in this pool: runs `op` once on each
+    /// of its workers and returns the results by worker index.
+    pub fn broadcast<OP, R>(&self, op: OP) -> Vec<R>
+    where
+        OP: Fn(BroadcastContext<'_>) -> R + Sync,
+        R: Send,
+    {
+        crate::broadcast::broadcast_in(&self.registry, op)
+    }
+
+    /// [`spawn_broadcast`](crate::spawn_broadcast) in this pool.
+    pub fn spawn_broadcast<OP>(&self, op: OP)
+    where
+        OP: Fn(BroadcastContext<'_>) + Send + Sync + 'static,
+    {
+        crate::broadcast::spawn_broadcast_in(&self.registry, op);
+    }
+
+    /// [`yield_now`](crate::yield_now) if the calling thread is a worker of
+    /// this pool, else `None`.
+    pub fn yield_now(&self) -> Option<crate::Yield> {
+        self.registry.current_worker()?;
+        crate::yield_now()
+    }
+
+    /// [`yield_local`](crate::yield_local) if the calling thread is a
+    /// worker of this pool, else `None`.
+    pub fn yield_local(&self) -> Option<crate::Yield> {
+        self.registry.current_worker()?;
+        crate::yield_local()
+    }
+
+    /// Whether the calling worker of this pool has queued jobs; `None` if
+    /// the calling thread is not one of its workers.
+    pub fn current_thread_has_pending_tasks(&self) -> Option<bool> {
+        Some(self.registry.current_worker()?.has_pending_jobs())
     }
 
     /// [`spawn`](crate::spawn) in this pool: runs `func` detached. The pool
@@ -153,7 +229,7 @@ impl ThreadPool {
 impl Drop for ThreadPool {
     fn drop(&mut self) {
         self.registry.decrement_terminate_count();
-        if !self.registry.is_current() {
+        if self.registry.join_on_drop && !self.registry.is_current() {
             self.registry.join_threads();
         }
     }

@@ -25,10 +25,33 @@ use crate::worker::WorkerThread;
 /// The handler of panics in `spawn`ed jobs.
 pub(crate) type PanicHandler = dyn Fn(Box<dyn Any + Send>) + Send + Sync;
 
+/// A handler a worker calls with its index when it starts or exits.
+pub(crate) type ThreadHandler = dyn Fn(usize) + Send + Sync;
+
+/// What a registry holds besides its queues: the builder's handlers and
+/// scheduling options.
+#[derive(Default)]
+pub(crate) struct RegistryOptions {
+    pub(crate) panic_handler: Option<Box<PanicHandler>>,
+    pub(crate) start_handler: Option<Box<ThreadHandler>>,
+    pub(crate) exit_handler: Option<Box<ThreadHandler>>,
+    /// `spawn` and `Scope::spawn` queue like their FIFO versions.
+    pub(crate) breadth_first: bool,
+    /// Worker 0 is the thread that built the pool, which does not run the
+    /// scheduler loop.
+    pub(crate) uses_building_thread: bool,
+}
+
 pub(crate) struct Registry {
     stealers: Box<[lifo::Stealer<JobRef>]>,
     threads: Box<[OnceLock<Thread>]>,
     injector: Injector<JobRef>,
+    /// Per worker: jobs spawned FIFO on it (`spawn_fifo`, `ScopeFifo`),
+    /// oldest first. Each has a trampoline job on the worker's LIFO queue
+    /// that runs the oldest one here, wherever the trampoline is stolen to.
+    fifos: Box<[Injector<JobRef>]>,
+    /// Per worker: broadcast jobs only that worker may run.
+    broadcasts: Box<[Injector<JobRef>]>,
     pub(crate) sleep: Sleep,
     /// Wake-up credits, heartbeats and the watchdog role (BWS).
     pub(crate) balance: Balance,
@@ -37,8 +60,11 @@ pub(crate) struct Registry {
     /// down when it reaches zero.
     terminate_count: AtomicUsize,
     terminate_latches: Box<[CoreLatch]>,
-    panic_handler: Option<Box<PanicHandler>>,
+    options: RegistryOptions,
     handles: Mutex<Vec<JoinHandle<()>>>,
+    /// Whether dropping the last `ThreadPool` handle waits for the threads
+    /// to exit.
+    pub(crate) join_on_drop: bool,
     /// The async side: task queues' stealers, task injector, live tasks.
     pub(crate) tasks: PoolTasks,
     /// Workers that have not stopped yet; the last to stop closes `tasks`.
@@ -53,7 +79,8 @@ impl Registry {
     pub(crate) fn new(
         stealers: Vec<lifo::Stealer<JobRef>>,
         task_stealers: Vec<fifo::Stealer<Notified>>,
-        panic_handler: Option<Box<PanicHandler>>,
+        options: RegistryOptions,
+        join_on_drop: bool,
     ) -> Self {
         let n = stealers.len();
         debug_assert_eq!(task_stealers.len(), n);
@@ -67,15 +94,19 @@ impl Registry {
             stealers: stealers.into(),
             threads: (0..n).map(|_| OnceLock::new()).collect(),
             injector: Injector::new(),
+            fifos: (0..n).map(|_| Injector::new()).collect(),
+            broadcasts: (0..n).map(|_| Injector::new()).collect(),
             sleep,
             balance: Balance::new(n),
             counters: (0..n).map(|_| CachePadded::default()).collect(),
             terminate_count: AtomicUsize::new(1),
             terminate_latches: (0..n).map(|_| CoreLatch::new()).collect(),
-            panic_handler,
             handles: Mutex::new(Vec::new()),
+            join_on_drop,
             tasks: PoolTasks::new(task_stealers),
-            running_workers: AtomicUsize::new(n),
+            // The building thread, if it is worker 0, never stops.
+            running_workers: AtomicUsize::new(n - usize::from(options.uses_building_thread)),
+            options,
             io: crate::io::DriverSlot::default(),
         }
     }
@@ -198,10 +229,12 @@ impl Registry {
         }
     }
 
-    /// Whether a sleeping worker would find work: injected or stealable
-    /// jobs or tasks. Called once per fall-asleep, after the fence.
-    pub(crate) fn has_visible_work(&self) -> bool {
-        !self.injector.is_empty()
+    /// Whether sleeping worker `index` would find work: injected or
+    /// stealable jobs or tasks, or a broadcast for it. Called once per
+    /// fall-asleep, after the fence.
+    pub(crate) fn has_visible_work(&self, index: usize) -> bool {
+        !self.broadcasts[index].is_empty()
+            || !self.injector.is_empty()
             || self.stealers.iter().any(|s| s.estimated_len() > 0)
             || self.tasks.has_visible_work()
     }
@@ -217,7 +250,7 @@ impl Registry {
     }
 
     /// The calling thread's worker, if it is one of this registry's.
-    fn current_worker(&self) -> Option<&WorkerThread> {
+    pub(crate) fn current_worker(&self) -> Option<&WorkerThread> {
         let worker = WorkerThread::current();
         // SAFETY: a non-null current worker lives on this thread's stack
         // for as long as the thread runs pool work, which outlasts any
@@ -322,26 +355,157 @@ impl Registry {
     }
 
     /// Runs `func` on the pool, detached; its panic goes to the panic
-    /// handler. The pool stays alive until it has run.
+    /// handler. The pool stays alive until it has run. In a breadth-first
+    /// pool it queues as [`spawn_fifo`](Self::spawn_fifo) does.
     pub(crate) fn spawn<F>(self: &Arc<Self>, func: F)
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let job = self.detached_job(func);
+        if self.options.breadth_first {
+            self.push_fifo_or_inject(job);
+        } else {
+            self.push_detached(job);
+        }
+    }
+
+    /// As [`spawn`](Self::spawn), but jobs spawned FIFO by the same worker
+    /// start in the order they were spawned (see [`push_fifo_or_inject`]).
+    ///
+    /// [`push_fifo_or_inject`]: Self::push_fifo_or_inject
+    pub(crate) fn spawn_fifo<F>(self: &Arc<Self>, func: F)
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let job = self.detached_job(func);
+        self.push_fifo_or_inject(job);
+    }
+
+    /// `func` as a job that holds a count of the pool until it has run and
+    /// hands its panic to the panic handler.
+    fn detached_job<F>(self: &Arc<Self>, func: F) -> JobRef
     where
         F: FnOnce() + Send + 'static,
     {
         self.increment_terminate_count();
         let registry = Arc::clone(self);
-        let job = HeapJob::into_job_ref(move || {
+        HeapJob::into_job_ref(move || {
             if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(func)) {
                 registry.handle_panic(payload);
             }
             registry.decrement_terminate_count();
-        });
-        self.push_or_inject(job);
+        })
+    }
+
+    /// Queues a job nobody waits for. A worker that does not run the
+    /// scheduler loop (the building thread of a pool built with
+    /// `use_current_thread`) would keep it private while it does other
+    /// things: it injects it instead.
+    fn push_detached(&self, job: JobRef) {
+        match self.current_worker() {
+            Some(worker) if !worker.is_building_thread() => worker.push_or_inject(job),
+            _ => self.inject(job),
+        }
+    }
+
+    /// Queues `job` so that the jobs queued this way by one worker start
+    /// oldest first: the job goes to the worker's FIFO and a trampoline to
+    /// its LIFO queue; whoever runs a trampoline (the worker or a thief)
+    /// runs the oldest job of that FIFO. There is one FIFO per worker,
+    /// shared by `spawn_fifo` and every `ScopeFifo` (rayon keeps one per
+    /// scope): FIFO order holds among all of them. Outside the pool the
+    /// job is injected, and injected jobs start in order too.
+    pub(crate) fn push_fifo_or_inject(self: &Arc<Self>, job: JobRef) {
+        match self.current_worker() {
+            Some(worker) if !worker.is_building_thread() => {
+                let index = worker.index();
+                self.fifos[index].push(job);
+                let registry = Arc::clone(self);
+                let trampoline = HeapJob::into_job_ref(move || {
+                    // One trampoline per FIFO job: the FIFO holds at least
+                    // the job this trampoline was queued for.
+                    if let Some(job) = registry.take_fifo(index) {
+                        // SAFETY: every job in a FIFO is executed exactly
+                        // once, by whoever takes it out; the job (a heap
+                        // job) owns itself until then.
+                        unsafe { job.execute() };
+                    }
+                });
+                worker.push_or_inject(trampoline);
+            }
+            _ => self.inject(job),
+        }
+    }
+
+    fn take_fifo(&self, index: usize) -> Option<JobRef> {
+        loop {
+            match self.fifos[index].steal() {
+                Steal::Success(job) => return Some(job),
+                Steal::Empty => return None,
+                Steal::Retry => {}
+            }
+        }
+    }
+
+    /// Queues `jobs[i]` for worker `i` alone and wakes the workers that
+    /// sleep. Its caller waits for them (or they hold a count of the pool).
+    pub(crate) fn broadcast_jobs(&self, jobs: Vec<JobRef>) {
+        debug_assert_eq!(jobs.len(), self.num_threads());
+        for (index, job) in jobs.into_iter().enumerate() {
+            self.broadcasts[index].push(job);
+        }
+        // The producer's half of the Dekker pair with a sleeper's final
+        // look (`has_visible_work`): the pushes above are ordered before
+        // the reads of the sleep states in `wake`.
+        crate::sync::fence(Ordering::SeqCst);
+        for index in 0..self.num_threads() {
+            self.sleep.wake(index, |index| self.unpark(index));
+        }
+    }
+
+    /// The next broadcast job for worker `index`.
+    pub(crate) fn take_broadcast(&self, index: usize) -> Option<JobRef> {
+        if self.broadcasts[index].is_empty() {
+            return None;
+        }
+        loop {
+            match self.broadcasts[index].steal() {
+                Steal::Success(job) => return Some(job),
+                Steal::Empty => return None,
+                Steal::Retry => {}
+            }
+        }
+    }
+
+    /// Runs the start handler on worker `index`, if there is one; its
+    /// panic goes to the panic handler.
+    pub(crate) fn thread_started(&self, index: usize) {
+        if let Some(handler) = &self.options.start_handler
+            && let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| handler(index)))
+        {
+            self.handle_panic(payload);
+        }
+    }
+
+    /// Runs the exit handler on worker `index`, if there is one; its panic
+    /// goes to the panic handler.
+    pub(crate) fn thread_exiting(&self, index: usize) {
+        if let Some(handler) = &self.options.exit_handler
+            && let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| handler(index)))
+        {
+            self.handle_panic(payload);
+        }
+    }
+
+    /// Whether `spawn` and `Scope::spawn` queue FIFO.
+    pub(crate) fn breadth_first(&self) -> bool {
+        self.options.breadth_first
     }
 
     /// A panic nobody waits for: the handler gets it, or the process aborts
     /// (a lost panic would be a silent failure).
-    fn handle_panic(&self, payload: Box<dyn Any + Send>) {
-        match &self.panic_handler {
+    pub(crate) fn handle_panic(&self, payload: Box<dyn Any + Send>) {
+        match &self.options.panic_handler {
             Some(handler) => {
                 if panic::catch_unwind(AssertUnwindSafe(|| handler(payload))).is_err() {
                     eprintln!("bwos: the panic handler panicked; aborting");

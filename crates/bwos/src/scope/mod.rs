@@ -17,23 +17,26 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 
 use counter::NowaCounter;
 
-use crate::job::{AbortOnUnwind, HeapJob};
-use crate::latch::{Latch, WorkerLatch};
+use crate::broadcast::BroadcastContext;
+use crate::job::{AbortOnUnwind, HeapJob, JobRef};
+use crate::latch::{Latch, WaiterLatch};
 use crate::pool::registry::Registry;
 use crate::worker::WorkerThread;
 
 /// The type of closures a scope runs, for its variance marker.
 type SpawnedBody<'scope> = Box<dyn FnOnce(&Scope<'scope>) + Send + Sync + 'scope>;
 
-/// A scope to spawn borrowing work into; see [`scope`].
+/// A scope to spawn borrowing work into; see [`scope`] and
+/// [`in_place_scope`].
 pub struct Scope<'scope> {
     registry: Arc<Registry>,
     /// The worker running the scope body: its spawns are counted in plain
-    /// memory.
+    /// memory. Null when the body runs on a thread that is not a worker
+    /// of `registry` (`in_place_scope`).
     owner: *const WorkerThread,
     counter: NowaCounter,
     /// Set by the last completion after the body ended; wakes the owner.
-    latch: WorkerLatch,
+    latch: WaiterLatch,
     /// The first panic recorded: of the body or of a spawned closure.
     panic: AtomicPtr<Box<dyn Any + Send>>,
     /// Invariant in `'scope`, like the closures it holds.
@@ -90,40 +93,180 @@ where
     OP: FnOnce(&Scope<'scope>) -> R + Send,
     R: Send,
 {
-    let scope = Scope {
-        registry: Arc::clone(worker.registry()),
-        owner: worker,
-        counter: NowaCounter::new(),
-        latch: WorkerLatch::new(worker),
-        panic: AtomicPtr::new(ptr::null_mut()),
-        marker: PhantomData,
-    };
-    // A panic of the body is recorded like a spawned job's: the first one
-    // recorded is the one the caller gets (as in rayon-core).
-    let result = match panic::catch_unwind(AssertUnwindSafe(|| op(&scope))) {
-        Ok(value) => Some(value),
-        Err(payload) => {
-            scope.record_panic(payload);
-            None
-        }
-    };
-    if !scope.counter.end_of_body() {
-        worker.wait_until(scope.latch.core());
+    let scope = Scope::new(worker.registry());
+    let result = panic::catch_unwind(AssertUnwindSafe(|| op(&scope)));
+    scope.complete(result)
+}
+
+/// Creates a scope whose body runs on the calling thread, even outside
+/// every pool; spawned closures run in the current pool (the calling
+/// worker's, or the global pool). Otherwise as [`scope`]: returns once `op`
+/// and every closure spawned into the scope have finished, and resumes
+/// the first panic. A thread outside the pools blocks while it waits for
+/// the spawned closures.
+///
+/// ```
+/// let mut halves = [0u64; 2];
+/// let (low, high) = halves.split_at_mut(1);
+/// bwos::in_place_scope(|s| {
+///     s.spawn(|_| low[0] = (0..50).sum());
+///     high[0] = (50..100).sum(); // runs here, on the caller's thread
+/// });
+/// assert_eq!(halves[0] + halves[1], 4950);
+/// ```
+#[cfg(not(loom))]
+pub fn in_place_scope<'scope, OP, R>(op: OP) -> R
+where
+    OP: FnOnce(&Scope<'scope>) -> R,
+{
+    crate::with_current_registry(|registry| in_place_scope_in(registry, op))
+}
+
+/// [`in_place_scope`] in the pool of `registry`.
+pub(crate) fn in_place_scope_in<'scope, OP, R>(registry: &Arc<Registry>, op: OP) -> R
+where
+    OP: FnOnce(&Scope<'scope>) -> R,
+{
+    let scope = Scope::new(registry);
+    let result = panic::catch_unwind(AssertUnwindSafe(|| op(&scope)));
+    scope.complete(result)
+}
+
+/// Like [`scope`], but the closures spawned with
+/// [`ScopeFifo::spawn_fifo`] by one thread start in the order they were
+/// spawned (FIFO), rather than newest first.
+///
+/// bwos keeps one FIFO per worker, shared by all FIFO spawns of that worker
+/// (rayon keeps one per worker and scope): the order among spawns of
+/// different scopes on one worker is FIFO too.
+///
+/// ```
+/// let order = std::sync::Mutex::new(Vec::new());
+/// let pool = bwos::ThreadPoolBuilder::new().num_threads(1).build()?;
+/// pool.scope_fifo(|s| {
+///     for i in 0..4 {
+///         let order = &order;
+///         s.spawn_fifo(move |_| order.lock().unwrap().push(i));
+///     }
+/// });
+/// assert_eq!(*order.lock().unwrap(), [0, 1, 2, 3]);
+/// # Ok::<(), bwos::ThreadPoolBuildError>(())
+/// ```
+#[cfg(not(loom))]
+pub fn scope_fifo<'scope, OP, R>(op: OP) -> R
+where
+    OP: FnOnce(&ScopeFifo<'scope>) -> R + Send,
+    R: Send,
+{
+    scope(|base| {
+        // SAFETY: `ScopeFifo` is a transparent wrapper of `Scope`.
+        op(unsafe { ScopeFifo::from_base(base) })
+    })
+}
+
+/// [`in_place_scope`] with FIFO spawns, as in [`scope_fifo`].
+#[cfg(not(loom))]
+pub fn in_place_scope_fifo<'scope, OP, R>(op: OP) -> R
+where
+    OP: FnOnce(&ScopeFifo<'scope>) -> R,
+{
+    in_place_scope(|base| {
+        // SAFETY: `ScopeFifo` is a transparent wrapper of `Scope`.
+        op(unsafe { ScopeFifo::from_base(base) })
+    })
+}
+
+/// A scope whose spawns start oldest first; see [`scope_fifo`].
+#[repr(transparent)]
+pub struct ScopeFifo<'scope> {
+    base: Scope<'scope>,
+}
+
+impl<'scope> ScopeFifo<'scope> {
+    /// # Safety
+    /// None beyond the layout: `ScopeFifo` is `repr(transparent)` over
+    /// `Scope`, so the cast keeps the reference's target and lifetime.
+    pub(crate) unsafe fn from_base<'a>(base: &'a Scope<'scope>) -> &'a ScopeFifo<'scope> {
+        // SAFETY: `repr(transparent)`: same layout and validity.
+        unsafe { &*ptr::from_ref(base).cast::<ScopeFifo<'scope>>() }
     }
-    // Every job is done; nothing points to the scope any more.
-    // Acquire: pairs with the Release CAS that stored the panic; the
-    // counter's release sequence orders it before us anyway.
-    let first_panic = scope.panic.swap(ptr::null_mut(), Ordering::Acquire);
-    if !first_panic.is_null() {
-        // SAFETY: a non-null pointer came from `Box::into_raw` in
-        // `record_panic` and was swapped out exactly once.
-        let payload = unsafe { Box::from_raw(first_panic) };
-        panic::resume_unwind(*payload);
+
+    /// Spawns `body` into the scope, behind the earlier FIFO spawns of this
+    /// thread; it gets the scope, to spawn more.
+    pub fn spawn_fifo<BODY>(&self, body: BODY)
+    where
+        BODY: FnOnce(&ScopeFifo<'scope>) + Send + 'scope,
+    {
+        let scope = ScopePtr(&self.base);
+        let job = HeapJob::into_job_ref(move || {
+            // SAFETY: the scope waits for this job before it returns.
+            let base = unsafe { scope.get() };
+            // SAFETY: `self.base` is the base of a `ScopeFifo`.
+            base.run_spawned(|| body(unsafe { ScopeFifo::from_base(base) }));
+        });
+        self.base.queue(job, true);
     }
-    result.expect("the body returned: it did not panic, and nothing else was recorded")
+
+    /// Runs `body` once on every worker of the pool, as
+    /// [`Scope::spawn_broadcast`] does.
+    pub fn spawn_broadcast<BODY>(&self, body: BODY)
+    where
+        BODY: Fn(&ScopeFifo<'scope>, BroadcastContext<'_>) + Send + Sync + 'scope,
+    {
+        self.base.spawn_broadcast(move |base, context| {
+            // SAFETY: `base` is this `ScopeFifo`'s base.
+            body(unsafe { ScopeFifo::from_base(base) }, context)
+        });
+    }
+}
+
+impl std::fmt::Debug for ScopeFifo<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScopeFifo").finish_non_exhaustive()
+    }
 }
 
 impl<'scope> Scope<'scope> {
+    /// A scope of the pool of `registry`, owned by the calling thread.
+    fn new(registry: &Arc<Registry>) -> Self {
+        Scope {
+            registry: Arc::clone(registry),
+            owner: registry.current_worker().map_or(ptr::null(), ptr::from_ref),
+            counter: NowaCounter::new(),
+            latch: WaiterLatch::for_current_thread(registry),
+            panic: AtomicPtr::new(ptr::null_mut()),
+            marker: PhantomData,
+        }
+    }
+
+    /// Ends the body, whose outcome is `result`: waits for every spawned
+    /// job, then returns the body's value or resumes the first panic.
+    fn complete<R>(&self, result: std::thread::Result<R>) -> R {
+        // A panic of the body is recorded like a spawned job's: the first
+        // one recorded is the one the caller gets (as in rayon-core).
+        let result = match result {
+            Ok(value) => Some(value),
+            Err(payload) => {
+                self.record_panic(payload);
+                None
+            }
+        };
+        if !self.counter.end_of_body() {
+            self.latch.wait();
+        }
+        // Every job is done; nothing points to the scope any more.
+        // Acquire: pairs with the Release CAS that stored the panic; the
+        // counter's release sequence orders it before us anyway.
+        let first_panic = self.panic.swap(ptr::null_mut(), Ordering::Acquire);
+        if !first_panic.is_null() {
+            // SAFETY: a non-null pointer came from `Box::into_raw` in
+            // `record_panic` and was swapped out exactly once.
+            let payload = unsafe { Box::from_raw(first_panic) };
+            panic::resume_unwind(*payload);
+        }
+        result.expect("the body returned: it did not panic, and nothing else was recorded")
+    }
+
     /// Spawns `body` into the scope: it runs on some worker of the pool,
     /// before the scope returns. It gets the scope, to spawn more.
     ///
@@ -150,24 +293,72 @@ impl<'scope> Scope<'scope> {
         let job = HeapJob::into_job_ref(move || {
             // SAFETY: the scope waits for this job before it returns.
             let scope = unsafe { scope.get() };
-            scope.run_spawned(body);
+            scope.run_spawned(|| body(scope));
         });
+        self.queue(job, self.registry.breadth_first());
+    }
+
+    /// Runs `body` once on every worker of the pool, with a
+    /// [`BroadcastContext`] telling which; the scope waits for all of
+    /// them. A worker runs its broadcast job when it next looks for work
+    /// (it is not stolen by another).
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// let pool = bwos::ThreadPoolBuilder::new().num_threads(2).build()?;
+    /// let ran = AtomicUsize::new(0);
+    /// pool.scope(|s| s.spawn_broadcast(|_, context| {
+    ///     assert_eq!(context.num_threads(), 2);
+    ///     ran.fetch_add(1, Ordering::Relaxed);
+    /// }));
+    /// assert_eq!(ran.into_inner(), 2);
+    /// # Ok::<(), bwos::ThreadPoolBuildError>(())
+    /// ```
+    pub fn spawn_broadcast<BODY>(&self, body: BODY)
+    where
+        BODY: Fn(&Scope<'scope>, BroadcastContext<'_>) + Send + Sync + 'scope,
+    {
+        let body = Arc::new(body);
+        let num_threads = self.registry.num_threads();
+        let jobs = (0..num_threads)
+            .map(|index| {
+                let scope = ScopePtr(self);
+                let body = Arc::clone(&body);
+                // Counted before it can run (see `counter`: spawns counted
+                // in the atomic are valid from any thread).
+                self.counter.spawn_elsewhere();
+                HeapJob::into_job_ref(move || {
+                    // SAFETY: the scope waits for this job before it returns.
+                    let scope = unsafe { scope.get() };
+                    scope.run_spawned(|| body(scope, BroadcastContext::new(index, num_threads)));
+                })
+            })
+            .collect();
+        self.registry.broadcast_jobs(jobs);
+    }
+
+    /// Counts `job` in the scope and queues it: LIFO on the owner's queue
+    /// or FIFO (see `Registry::push_fifo_or_inject`).
+    fn queue(&self, job: JobRef, fifo: bool) {
         let current = WorkerThread::current();
-        if ptr::eq(current, self.owner) {
+        let on_owner = !current.is_null() && ptr::eq(current, self.owner);
+        if on_owner {
             self.counter.spawn_on_owner_thread();
+        } else {
+            self.counter.spawn_elsewhere();
+        }
+        if fifo {
+            self.registry.push_fifo_or_inject(job);
+        } else if on_owner {
             // SAFETY: `current` is the live worker of this thread.
             unsafe { (*current).push_or_inject(job) };
         } else {
-            self.counter.spawn_elsewhere();
             self.registry.push_or_inject(job);
         }
     }
 
-    fn run_spawned<BODY>(&self, body: BODY)
-    where
-        BODY: FnOnce(&Scope<'scope>) + Send + 'scope,
-    {
-        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| body(self))) {
+    fn run_spawned(&self, body: impl FnOnce()) {
+        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(body)) {
             self.record_panic(payload);
         }
         let guard = AbortOnUnwind::new("completing a scope job");
