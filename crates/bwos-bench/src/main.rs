@@ -9,6 +9,7 @@ mod header;
 mod http;
 mod queue;
 mod queues;
+mod rayon_dropin;
 mod report;
 mod stats;
 
@@ -47,10 +48,15 @@ enum Command {
     /// One HTTP server (started by `http`; not for direct use).
     #[command(hide = true)]
     HttpServer(http::ServerArgs),
+    /// rayon's parallel iterators on stock rayon-core and on the bwos
+    /// drop-in (`crates/rayon-core`): seven programs, two builds, run
+    /// alternately on 1 and 2 threads.
+    Rayon(rayon_dropin::RayonArgs),
     /// Every experiment, one report: `queue`, the `forkjoin` suite (small
     /// inputs; `--full` for the paper's), a short `async`, a short `http`,
-    /// then a short `corun` (JSON of the others next to the first's, as
-    /// `forkjoin.json`, `async.json`, `http.json` and `corun.json`).
+    /// a short `corun`, then `rayon` (JSON of the others next to the
+    /// first's, as `forkjoin.json`, `async.json`, `http.json`, `corun.json`
+    /// and `rayon.json`).
     Report(ReportArgs),
     /// One program of a co-run (started by `corun`; not for direct use).
     #[command(hide = true)]
@@ -105,6 +111,7 @@ fn main() -> ExitCode {
         Command::Corun(args) => run_corun(&header, args),
         Command::Async(args) => run_async(&header, args),
         Command::Http(args) => run_http(&header, args),
+        Command::Rayon(args) => run_rayon(&header, args),
         Command::CorunChild(_)
         | Command::ForkjoinChild(_)
         | Command::Joinpath(_)
@@ -146,7 +153,15 @@ fn main() -> ExitCode {
                     .json
                     .as_ref()
                     .map(|path| path.with_file_name("corun.json"));
-                run_corun(&header, &corun_args)
+                run_corun(&header, &corun_args)?;
+                let rayon_args = rayon_dropin::RayonArgs::for_report(
+                    args.quick,
+                    args.repetitions.min(3),
+                    args.json
+                        .as_ref()
+                        .map(|path| path.with_file_name("rayon.json")),
+                );
+                run_rayon(&header, &rayon_args)
             })
         }
     };
@@ -193,6 +208,25 @@ fn run_http(header: &header::Header, args: &http::HttpArgs) -> std::io::Result<(
     let experiment = http::run(args)?;
     print!("{}", http::tables(&experiment));
     http::write_outputs(header, &experiment, args)
+}
+
+fn run_rayon(header: &header::Header, args: &rayon_dropin::RayonArgs) -> std::io::Result<()> {
+    let rows = rayon_dropin::run(args)?;
+    print!("{}", rayon_dropin::table(&rows));
+    if let Some(path) = &args.json {
+        #[derive(serde::Serialize)]
+        struct Output<'a> {
+            header: &'a header::Header,
+            rows: &'a [rayon_dropin::Row],
+        }
+        let json = serde_json::to_string_pretty(&Output {
+            header,
+            rows: &rows,
+        })
+        .map_err(std::io::Error::other)?;
+        std::fs::write(path, json)?;
+    }
+    Ok(())
 }
 
 fn run_corun(header: &header::Header, args: &corun::CorunArgs) -> std::io::Result<()> {

@@ -1,0 +1,299 @@
+//! `bwos-bench rayon`: the same rayon programs (`rayon-programs/main.rs`)
+//! built twice, against stock rayon-core and against the drop-in
+//! (`crates/rayon-core`, on bwos), run alternately in processes of their
+//! own, on 1 and 2 threads.
+//!
+//! Each repetition runs every (program, threads) pair once per build,
+//! back to back, the build order alternating between repetitions; the
+//! ratio is stock time / bwos time per repetition (above 1: bwos faster),
+//! summarised by its median. A build runs its programs on its own global
+//! pool, which dies with the process, so no pool is left spinning into
+//! the next measurement. Each child reports the name of one of its
+//! workers: the bench checks that the patched build really runs on bwos.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde::Serialize;
+
+use crate::stats::Summary;
+
+/// The programs, in the order of the table.
+pub const PROGRAMS: [&str; 7] = [
+    "sum-squares",
+    "sort",
+    "map-filter-collect",
+    "chunks-heavy",
+    "nested",
+    "join-fib",
+    "par-bridge",
+];
+
+/// Options of `bwos-bench rayon`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RayonArgs {
+    /// Repetitions per program, build and thread count.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repetitions: u32,
+    /// Thread counts (default: 1 and 2).
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub threads: Vec<u32>,
+    /// A smoke run: small inputs, one repetition.
+    #[arg(long)]
+    pub quick: bool,
+    /// Also write the samples as JSON here.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+impl RayonArgs {
+    /// The options `report` uses.
+    pub fn for_report(quick: bool, repetitions: u32, json: Option<PathBuf>) -> Self {
+        RayonArgs {
+            repetitions: if quick { 1 } else { repetitions },
+            threads: Vec::new(),
+            quick,
+            json,
+        }
+    }
+}
+
+/// The two builds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Build {
+    /// rayon 1.12 with rayon-core 1.13 from crates.io.
+    Stock,
+    /// The same rayon with rayon-core patched to `crates/rayon-core`.
+    Bwos,
+}
+
+/// One program's times on one thread count.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub program: &'static str,
+    pub threads: usize,
+    pub stock_ms: Vec<f64>,
+    pub bwos_ms: Vec<f64>,
+}
+
+impl Row {
+    /// Stock time / bwos time, pair by pair.
+    pub fn speedup(&self) -> Option<Summary> {
+        Summary::of_ratios(&self.stock_ms, &self.bwos_ms)
+    }
+}
+
+/// Builds both binaries and runs the experiment.
+pub fn run(args: &RayonArgs) -> std::io::Result<Vec<Row>> {
+    let stock = build(Build::Stock)?;
+    let bwos = build(Build::Bwos)?;
+    let threads: Vec<usize> = if args.threads.is_empty() {
+        vec![1, 2]
+    } else {
+        args.threads.iter().map(|&t| t as usize).collect()
+    };
+    let scale = if args.quick { 0.02 } else { 1.0 };
+    let repetitions = if args.quick { 1 } else { args.repetitions };
+    let mut rows: Vec<Row> = threads
+        .iter()
+        .flat_map(|&threads| {
+            PROGRAMS.iter().map(move |&program| Row {
+                program,
+                threads,
+                stock_ms: Vec::new(),
+                bwos_ms: Vec::new(),
+            })
+        })
+        .collect();
+    for repetition in 0..repetitions {
+        for row in &mut rows {
+            let order = if repetition % 2 == 0 {
+                [Build::Stock, Build::Bwos]
+            } else {
+                [Build::Bwos, Build::Stock]
+            };
+            for which in order {
+                let binary = if which == Build::Stock { &stock } else { &bwos };
+                let ms = run_child(binary, which, row.program, row.threads, scale)?;
+                match which {
+                    Build::Stock => row.stock_ms.push(ms),
+                    Build::Bwos => row.bwos_ms.push(ms),
+                }
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// Writes the manifest of one build next to the others' target directory
+/// and builds it in release mode; returns the binary.
+fn build(which: Build) -> std::io::Result<PathBuf> {
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let source = crate_dir.join("rayon-programs/main.rs");
+    let drop_in = crate_dir.join("../rayon-core");
+    let name = match which {
+        Build::Stock => "stock",
+        Build::Bwos => "bwos",
+    };
+    let dir = crate_dir.join("../../target/rayon-programs").join(name);
+    std::fs::create_dir_all(&dir)?;
+    let mut manifest = format!(
+        "[package]\nname = \"rayon-programs-{name}\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\
+         publish = false\n\n[[bin]]\nname = \"rayon-programs\"\npath = {source:?}\n\n\
+         [dependencies]\nrayon = \"=1.12.0\"\n\n[profile.release]\ndebug = 1\n\n[workspace]\n"
+    );
+    if which == Build::Bwos {
+        write!(
+            manifest,
+            "\n[patch.crates-io]\nrayon-core = {{ path = {:?} }}\n",
+            drop_in.canonicalize()?
+        )
+        .expect("writing to a String");
+    }
+    std::fs::write(dir.join("Cargo.toml"), manifest)?;
+    eprintln!("building the {name} rayon programs ...");
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--release", "--quiet", "--manifest-path"])
+        .arg(dir.join("Cargo.toml"))
+        .env("CARGO_TARGET_DIR", dir.join("target"))
+        .status()?;
+    if !status.success() {
+        return Err(std::io::Error::other(format!(
+            "building the {name} rayon programs failed ({status})"
+        )));
+    }
+    Ok(dir.join("target/release/rayon-programs"))
+}
+
+/// Runs one program in a child process; returns its time in milliseconds.
+fn run_child(
+    binary: &Path,
+    which: Build,
+    program: &str,
+    threads: usize,
+    scale: f64,
+) -> std::io::Result<f64> {
+    let output = Command::new(binary)
+        .args([program, &threads.to_string(), &scale.to_string()])
+        .env_remove("BWOS_NUM_THREADS")
+        .env_remove("RAYON_NUM_THREADS")
+        .output()?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let fail = |why: &str| {
+        std::io::Error::other(format!(
+            "{which:?} {program} on {threads} threads: {why} (status {}, stdout {stdout:?}, \
+             stderr {:?})",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        ))
+    };
+    if !output.status.success() {
+        return Err(fail("the program failed"));
+    }
+    let field = |key: &str| {
+        stdout
+            .split_whitespace()
+            .find_map(|word| word.strip_prefix(key))
+            .map(str::to_owned)
+    };
+    let ns: f64 = field("ns=")
+        .and_then(|ns| ns.parse().ok())
+        .ok_or_else(|| fail("no ns= in the output"))?;
+    let worker = field("worker=").unwrap_or_default();
+    let on_bwos = worker.starts_with("bwos-worker-");
+    if on_bwos != (which == Build::Bwos) {
+        return Err(fail(&format!(
+            "the build runs on the wrong runtime (worker thread {worker:?})"
+        )));
+    }
+    Ok(ns / 1e6)
+}
+
+/// The table: per program and thread count, both medians with their
+/// spread and the speedup; the geometric mean of the speedups per thread
+/// count.
+pub fn table(rows: &[Row]) -> String {
+    let mut out = String::from(
+        "rayon programs, stock rayon-core vs the bwos drop-in (ms: median [min-max]; \
+         speedup = stock/bwos, median of pairwise ratios)\n",
+    );
+    writeln!(
+        out,
+        "{:<20} {:>7} {:>24} {:>24} {:>8}",
+        "program", "threads", "stock ms", "bwos ms", "speedup"
+    )
+    .expect("writing to a String");
+    let mut thread_counts: Vec<usize> = rows.iter().map(|row| row.threads).collect();
+    thread_counts.dedup();
+    for threads in thread_counts {
+        let mut log_sum = 0.0;
+        let mut count = 0;
+        for row in rows.iter().filter(|row| row.threads == threads) {
+            let (Some(stock), Some(bwos), Some(speedup)) = (
+                Summary::of(&row.stock_ms),
+                Summary::of(&row.bwos_ms),
+                row.speedup(),
+            ) else {
+                continue;
+            };
+            log_sum += speedup.median.ln();
+            count += 1;
+            writeln!(
+                out,
+                "{:<20} {:>7} {:>24} {:>24} {:>7.2}x",
+                row.program,
+                threads,
+                format!("{:.2} [{:.2}-{:.2}]", stock.median, stock.min, stock.max),
+                format!("{:.2} [{:.2}-{:.2}]", bwos.median, bwos.min, bwos.max),
+                speedup.median
+            )
+            .expect("writing to a String");
+        }
+        if count > 0 {
+            writeln!(
+                out,
+                "{:<20} {:>7} {:>24} {:>24} {:>7.2}x",
+                "geometric mean",
+                threads,
+                "",
+                "",
+                (log_sum / count as f64).exp()
+            )
+            .expect("writing to a String");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_has_a_row_per_program_and_a_geometric_mean() {
+        let rows = vec![
+            Row {
+                program: "sort",
+                threads: 1,
+                stock_ms: vec![20.0, 22.0],
+                bwos_ms: vec![10.0, 11.0],
+            },
+            Row {
+                program: "nested",
+                threads: 1,
+                stock_ms: vec![10.0, 10.0],
+                bwos_ms: vec![20.0, 20.0],
+            },
+        ];
+        let table = table(&rows);
+        assert!(table.contains("sort"), "{table}");
+        assert!(table.contains("2.00x"), "{table}");
+        assert!(table.contains("0.50x"), "{table}");
+        // sqrt(2 * 0.5) = 1.
+        assert!(
+            table.contains("geometric mean") && table.contains("1.00x"),
+            "{table}"
+        );
+    }
+}
