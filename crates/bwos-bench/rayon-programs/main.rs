@@ -44,7 +44,9 @@ fn run(program: &str, scale: f64) -> u64 {
     match program {
         "sum-squares" => (0..n(10_000_000) as u64)
             .into_par_iter()
-            .map(|x| x.wrapping_mul(x))
+            // `black_box`: without it LLVM sums the squares of a whole
+            // range in closed form.
+            .map(|x| black_box(x).wrapping_mul(x))
             .reduce(|| 0, u64::wrapping_add),
         "sort" => {
             let mut state = 0x9E37_79B9_7F4A_7C15;
@@ -79,7 +81,7 @@ fn run(program: &str, scale: f64) -> u64 {
                 .map(|i| {
                     (0..10_000u64)
                         .into_par_iter()
-                        .map(|j| (i ^ j).wrapping_mul(j))
+                        .map(|j| black_box(i ^ j).wrapping_mul(j))
                         .reduce(|| 0, u64::wrapping_add)
                 })
                 .reduce(|| 0, u64::wrapping_add)
