@@ -92,10 +92,7 @@ impl ThreadPool {
     where
         OP: FnOnce(&ScopeFifo<'scope>) -> R,
     {
-        self.in_place_scope(|base| {
-            // SAFETY: `ScopeFifo` is a transparent wrapper of `Scope`.
-            op(unsafe { ScopeFifo::from_base(base) })
-        })
+        self.in_place_scope(|base| op(ScopeFifo::from_base(base)))
     }
 
     /// [`spawn_fifo`](crate::spawn_fifo) in this pool.

@@ -158,10 +158,7 @@ where
     OP: FnOnce(&ScopeFifo<'scope>) -> R + Send,
     R: Send,
 {
-    scope(|base| {
-        // SAFETY: `ScopeFifo` is a transparent wrapper of `Scope`.
-        op(unsafe { ScopeFifo::from_base(base) })
-    })
+    scope(|base| op(ScopeFifo::from_base(base)))
 }
 
 /// [`in_place_scope`] with FIFO spawns, as in [`scope_fifo`].
@@ -170,10 +167,7 @@ pub fn in_place_scope_fifo<'scope, OP, R>(op: OP) -> R
 where
     OP: FnOnce(&ScopeFifo<'scope>) -> R,
 {
-    in_place_scope(|base| {
-        // SAFETY: `ScopeFifo` is a transparent wrapper of `Scope`.
-        op(unsafe { ScopeFifo::from_base(base) })
-    })
+    in_place_scope(|base| op(ScopeFifo::from_base(base)))
 }
 
 /// A scope whose spawns start oldest first; see [`scope_fifo`].
@@ -183,11 +177,10 @@ pub struct ScopeFifo<'scope> {
 }
 
 impl<'scope> ScopeFifo<'scope> {
-    /// # Safety
-    /// None beyond the layout: `ScopeFifo` is `repr(transparent)` over
-    /// `Scope`, so the cast keeps the reference's target and lifetime.
-    pub(crate) unsafe fn from_base<'a>(base: &'a Scope<'scope>) -> &'a ScopeFifo<'scope> {
-        // SAFETY: `repr(transparent)`: same layout and validity.
+    /// The FIFO view of a scope: the same scope, with FIFO spawns.
+    pub(crate) fn from_base<'a>(base: &'a Scope<'scope>) -> &'a ScopeFifo<'scope> {
+        // SAFETY: `ScopeFifo` is `repr(transparent)` over `Scope`: same
+        // layout and validity, and the cast keeps the target and lifetime.
         unsafe { &*ptr::from_ref(base).cast::<ScopeFifo<'scope>>() }
     }
 
@@ -201,8 +194,7 @@ impl<'scope> ScopeFifo<'scope> {
         let job = HeapJob::into_job_ref(move || {
             // SAFETY: the scope waits for this job before it returns.
             let base = unsafe { scope.get() };
-            // SAFETY: `self.base` is the base of a `ScopeFifo`.
-            base.run_spawned(|| body(unsafe { ScopeFifo::from_base(base) }));
+            base.run_spawned(|| body(ScopeFifo::from_base(base)));
         });
         self.base.queue(job, true);
     }
@@ -213,10 +205,8 @@ impl<'scope> ScopeFifo<'scope> {
     where
         BODY: Fn(&ScopeFifo<'scope>, BroadcastContext<'_>) + Send + Sync + 'scope,
     {
-        self.base.spawn_broadcast(move |base, context| {
-            // SAFETY: `base` is this `ScopeFifo`'s base.
-            body(unsafe { ScopeFifo::from_base(base) }, context)
-        });
+        self.base
+            .spawn_broadcast(move |base, context| body(ScopeFifo::from_base(base), context));
     }
 }
 
