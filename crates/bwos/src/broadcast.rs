@@ -170,16 +170,8 @@ where
     let jobs = (0..num_threads)
         .map(|index| {
             let op = Arc::clone(&op);
-            let registry_for_job = Arc::clone(registry);
-            // Held until the call has run, as `spawn` does.
-            registry.increment_terminate_count();
-            HeapJob::into_job_ref(move || {
-                let context = BroadcastContext::new(index, num_threads);
-                if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| op(context))) {
-                    registry_for_job.handle_panic(payload);
-                }
-                registry_for_job.decrement_terminate_count();
-            })
+            // Holds a count of the pool until it has run, as `spawn` does.
+            registry.detached_job(move || op(BroadcastContext::new(index, num_threads)))
         })
         .collect();
     registry.broadcast_jobs(jobs);

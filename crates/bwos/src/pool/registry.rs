@@ -220,13 +220,7 @@ impl Registry {
     }
 
     pub(crate) fn take_injected(&self) -> Option<JobRef> {
-        loop {
-            match self.injector.steal() {
-                Steal::Success(job) => return Some(job),
-                Steal::Empty => return None,
-                Steal::Retry => {}
-            }
-        }
+        take_oldest(&self.injector)
     }
 
     /// Whether sleeping worker `index` would find work: injected or
@@ -383,7 +377,7 @@ impl Registry {
 
     /// `func` as a job that holds a count of the pool until it has run and
     /// hands its panic to the panic handler.
-    fn detached_job<F>(self: &Arc<Self>, func: F) -> JobRef
+    pub(crate) fn detached_job<F>(self: &Arc<Self>, func: F) -> JobRef
     where
         F: FnOnce() + Send + 'static,
     {
@@ -438,13 +432,7 @@ impl Registry {
     }
 
     fn take_fifo(&self, index: usize) -> Option<JobRef> {
-        loop {
-            match self.fifos[index].steal() {
-                Steal::Success(job) => return Some(job),
-                Steal::Empty => return None,
-                Steal::Retry => {}
-            }
-        }
+        take_oldest(&self.fifos[index])
     }
 
     /// Queues `jobs[i]` for worker `i` alone and wakes the workers that
@@ -465,32 +453,27 @@ impl Registry {
 
     /// The next broadcast job for worker `index`.
     pub(crate) fn take_broadcast(&self, index: usize) -> Option<JobRef> {
+        // Every scheduler step looks here: a load when the inbox is empty.
         if self.broadcasts[index].is_empty() {
             return None;
         }
-        loop {
-            match self.broadcasts[index].steal() {
-                Steal::Success(job) => return Some(job),
-                Steal::Empty => return None,
-                Steal::Retry => {}
-            }
-        }
+        take_oldest(&self.broadcasts[index])
     }
 
     /// Runs the start handler on worker `index`, if there is one; its
     /// panic goes to the panic handler.
     pub(crate) fn thread_started(&self, index: usize) {
-        if let Some(handler) = &self.options.start_handler
-            && let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| handler(index)))
-        {
-            self.handle_panic(payload);
-        }
+        self.run_thread_handler(self.options.start_handler.as_deref(), index);
     }
 
     /// Runs the exit handler on worker `index`, if there is one; its panic
     /// goes to the panic handler.
     pub(crate) fn thread_exiting(&self, index: usize) {
-        if let Some(handler) = &self.options.exit_handler
+        self.run_thread_handler(self.options.exit_handler.as_deref(), index);
+    }
+
+    fn run_thread_handler(&self, handler: Option<&ThreadHandler>, index: usize) {
+        if let Some(handler) = handler
             && let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| handler(index)))
         {
             self.handle_panic(payload);
@@ -555,6 +538,17 @@ impl Registry {
 impl WhereWorkersRun for Registry {
     fn cpu_of(&self, index: usize) -> Option<u32> {
         self.balance.cpu_of(index)
+    }
+}
+
+/// The oldest job of `queue`, retrying while thieves contend for it.
+fn take_oldest(queue: &Injector<JobRef>) -> Option<JobRef> {
+    loop {
+        match queue.steal() {
+            Steal::Success(job) => return Some(job),
+            Steal::Empty => return None,
+            Steal::Retry => {}
+        }
     }
 }
 

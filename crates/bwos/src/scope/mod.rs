@@ -93,9 +93,7 @@ where
     OP: FnOnce(&Scope<'scope>) -> R + Send,
     R: Send,
 {
-    let scope = Scope::new(worker.registry());
-    let result = panic::catch_unwind(AssertUnwindSafe(|| op(&scope)));
-    scope.complete(result)
+    in_place_scope_in(worker.registry(), op)
 }
 
 /// Creates a scope whose body runs on the calling thread, even outside
