@@ -3,10 +3,13 @@
 //! `src/rayon_dropin.rs`). Not part of the bwos-bench crate: the bench
 //! writes the two manifests and builds this file with each.
 //!
-//! Usage: `rayon-programs <program> <threads> <scale>`: runs the program
-//! once to warm up, once timed, and prints `ns=<nanoseconds>
+//! Usage: `rayon-programs <program> <threads> <scale> [<idle ms>]`: runs
+//! the program once to warm up, once timed, and prints `ns=<nanoseconds>
 //! worker=<name of a worker thread>` (the worker name tells which runtime
-//! the binary runs on).
+//! the binary runs on). With `<idle ms>`, it then sleeps that long with
+//! the pool idle and adds `idle_cpu_ns=<CPU time of all its threads
+//! meanwhile>` (`getrusage`, microsecond
+//! resolution; left out if the call fails).
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -107,13 +110,16 @@ thread_local! {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    if args.len() != 4 {
-        eprintln!("usage: {} <program> <threads> <scale>", args[0]);
+    if !(4..=5).contains(&args.len()) {
+        eprintln!("usage: {} <program> <threads> <scale> [<idle ms>]", args[0]);
         std::process::exit(2);
     }
     let program = &args[1];
     let threads: usize = args[2].parse().expect("threads: a whole number");
     let scale: f64 = args[3].parse().expect("scale: a number");
+    let idle_ms: Option<u64> = args
+        .get(4)
+        .map(|ms| ms.parse().expect("idle ms: a whole number"));
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build_global()
@@ -129,5 +135,26 @@ fn main() {
     if program == "sort" {
         ns = SORT_NS.with(std::cell::Cell::get);
     }
-    println!("ns={ns} worker={worker}");
+    print!("ns={ns} worker={worker}");
+    if let Some(idle_ms) = idle_ms {
+        let before = process_cpu_ns();
+        std::thread::sleep(std::time::Duration::from_millis(idle_ms));
+        if let (Some(before), Some(after)) = (before, process_cpu_ns()) {
+            print!(" idle_cpu_ns={}", after.saturating_sub(before));
+        }
+    }
+    println!();
+}
+
+/// CPU time consumed so far by all threads of this process (user and
+/// system), in nanoseconds; `None` if the system does not say.
+fn process_cpu_ns() -> Option<u64> {
+    // SAFETY: all-zero bytes are a valid `rusage` (integers and timevals).
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is a valid, writable `rusage` for the call's duration.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return None;
+    }
+    let ns = |time: libc::timeval| time.tv_sec as u64 * 1_000_000_000 + time.tv_usec as u64 * 1000;
+    Some(ns(usage.ru_utime) + ns(usage.ru_stime))
 }

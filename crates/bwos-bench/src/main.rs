@@ -212,15 +212,21 @@ fn run_http(header: &header::Header, args: &http::HttpArgs) -> std::io::Result<(
 
 fn run_rayon(header: &header::Header, args: &rayon_dropin::RayonArgs) -> std::io::Result<()> {
     let rows = rayon_dropin::run(args)?;
+    println!(
+        "both builds: release, codegen-units = {}",
+        args.codegen_units
+    );
     print!("{}", rayon_dropin::table(&rows));
     if let Some(path) = &args.json {
         #[derive(serde::Serialize)]
         struct Output<'a> {
             header: &'a header::Header,
+            codegen_units: u32,
             rows: &'a [rayon_dropin::Row],
         }
         let json = serde_json::to_string_pretty(&Output {
             header,
+            codegen_units: args.codegen_units,
             rows: &rows,
         })
         .map_err(std::io::Error::other)?;

@@ -10,6 +10,23 @@
 //! pool, which dies with the process, so no pool is left spinning into
 //! the next measurement. Each child reports the name of one of its
 //! workers: the bench checks that the patched build really runs on bwos.
+//!
+//! After its timed run, each `join-fib` child sleeps [`IDLE_WINDOW_MS`]
+//! with its pool idle and reports the CPU time its threads used meanwhile
+//! (`getrusage`): what a pool costs the machine once its work is done,
+//! spinning before sleeping included.
+//!
+//! Both builds use one codegen unit by default (`--codegen-units`). With
+//! rustc's default of 16 the generic code of a rayon program is split
+//! among units by heuristics that any change of the linked code moves:
+//! whether a fold's inner loop is inlined into rayon's splitting function
+//! (its state in registers) or called across units (its state stored and
+//! reloaded per element) then decides the result. With 16 units,
+//! `map-filter-collect` ran 2x faster on stock rayon only because its
+//! loop landed in the splitter's unit there and in another one in the
+//! bwos build; with one unit both builds run the same loop (callgrind:
+//! 40.9 M and 40.2 M instructions at scale 0.1, against 36.3 M and 52.9 M
+//! with 16 units).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -42,6 +59,10 @@ pub struct RayonArgs {
     /// A smoke run: small inputs, one repetition.
     #[arg(long)]
     pub quick: bool,
+    /// Codegen units of both release builds (rustc's default is 16; see
+    /// the module docs for why the bench uses 1).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub codegen_units: u32,
     /// Also write the samples as JSON here.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -54,6 +75,7 @@ impl RayonArgs {
             repetitions: if quick { 1 } else { repetitions },
             threads: Vec::new(),
             quick,
+            codegen_units: 1,
             json,
         }
     }
@@ -68,6 +90,12 @@ pub enum Build {
     Bwos,
 }
 
+/// The program whose runs end with an idle window.
+pub const IDLE_PROBE_PROGRAM: &str = "join-fib";
+
+/// How long the idle window lasts (a tenth of it with `--quick`).
+pub const IDLE_WINDOW_MS: u64 = 500;
+
 /// One program's times on one thread count.
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {
@@ -75,6 +103,10 @@ pub struct Row {
     pub threads: usize,
     pub stock_ms: Vec<f64>,
     pub bwos_ms: Vec<f64>,
+    /// CPU milliseconds used during the idle window after each run
+    /// (only for [`IDLE_PROBE_PROGRAM`]; empty where `getrusage` fails).
+    pub stock_idle_cpu_ms: Vec<f64>,
+    pub bwos_idle_cpu_ms: Vec<f64>,
 }
 
 impl Row {
@@ -86,8 +118,8 @@ impl Row {
 
 /// Builds both binaries and runs the experiment.
 pub fn run(args: &RayonArgs) -> std::io::Result<Vec<Row>> {
-    let stock = build(Build::Stock)?;
-    let bwos = build(Build::Bwos)?;
+    let stock = build(Build::Stock, args.codegen_units)?;
+    let bwos = build(Build::Bwos, args.codegen_units)?;
     let threads: Vec<usize> = if args.threads.is_empty() {
         vec![1, 2]
     } else {
@@ -103,9 +135,16 @@ pub fn run(args: &RayonArgs) -> std::io::Result<Vec<Row>> {
                 threads,
                 stock_ms: Vec::new(),
                 bwos_ms: Vec::new(),
+                stock_idle_cpu_ms: Vec::new(),
+                bwos_idle_cpu_ms: Vec::new(),
             })
         })
         .collect();
+    let idle_window_ms = if args.quick {
+        IDLE_WINDOW_MS / 10
+    } else {
+        IDLE_WINDOW_MS
+    };
     for repetition in 0..repetitions {
         for row in &mut rows {
             let order = if repetition % 2 == 0 {
@@ -115,11 +154,14 @@ pub fn run(args: &RayonArgs) -> std::io::Result<Vec<Row>> {
             };
             for which in order {
                 let binary = if which == Build::Stock { &stock } else { &bwos };
-                let ms = run_child(binary, which, row.program, row.threads, scale)?;
-                match which {
-                    Build::Stock => row.stock_ms.push(ms),
-                    Build::Bwos => row.bwos_ms.push(ms),
-                }
+                let idle_ms = (row.program == IDLE_PROBE_PROGRAM).then_some(idle_window_ms);
+                let run = run_child(binary, which, row.program, row.threads, scale, idle_ms)?;
+                let (times, idle_cpu) = match which {
+                    Build::Stock => (&mut row.stock_ms, &mut row.stock_idle_cpu_ms),
+                    Build::Bwos => (&mut row.bwos_ms, &mut row.bwos_idle_cpu_ms),
+                };
+                times.push(run.ms);
+                idle_cpu.extend(run.idle_cpu_ms);
             }
         }
     }
@@ -127,8 +169,8 @@ pub fn run(args: &RayonArgs) -> std::io::Result<Vec<Row>> {
 }
 
 /// Writes the manifest of one build next to the others' target directory
-/// and builds it in release mode; returns the binary.
-fn build(which: Build) -> std::io::Result<PathBuf> {
+/// and builds it in release mode with `codegen_units`; returns the binary.
+fn build(which: Build, codegen_units: u32) -> std::io::Result<PathBuf> {
     let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     let source = crate_dir.join("rayon-programs/main.rs");
     let drop_in = crate_dir.join("../rayon-core");
@@ -141,7 +183,8 @@ fn build(which: Build) -> std::io::Result<PathBuf> {
     let mut manifest = format!(
         "[package]\nname = \"rayon-programs-{name}\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\
          publish = false\n\n[[bin]]\nname = \"rayon-programs\"\npath = {source:?}\n\n\
-         [dependencies]\nrayon = \"=1.12.0\"\n\n[profile.release]\ndebug = 1\n\n[workspace]\n"
+         [dependencies]\nrayon = \"=1.12.0\"\nlibc = \"0.2\"\n\n[profile.release]\ndebug = 1\ncodegen-units = {codegen_units}\n\n\
+         [workspace]\n"
     );
     if which == Build::Bwos {
         write!(
@@ -166,16 +209,31 @@ fn build(which: Build) -> std::io::Result<PathBuf> {
     Ok(dir.join("target/release/rayon-programs"))
 }
 
-/// Runs one program in a child process; returns its time in milliseconds.
+/// What one child reports.
+struct ChildRun {
+    /// The timed run.
+    ms: f64,
+    /// CPU time during the idle window, if one was asked for and the
+    /// child could measure it.
+    idle_cpu_ms: Option<f64>,
+}
+
+/// Runs one program in a child process, with an idle window of `idle_ms`
+/// after its timed run if given.
 fn run_child(
     binary: &Path,
     which: Build,
     program: &str,
     threads: usize,
     scale: f64,
-) -> std::io::Result<f64> {
-    let output = Command::new(binary)
-        .args([program, &threads.to_string(), &scale.to_string()])
+    idle_ms: Option<u64>,
+) -> std::io::Result<ChildRun> {
+    let mut command = Command::new(binary);
+    command.args([program, &threads.to_string(), &scale.to_string()]);
+    if let Some(idle_ms) = idle_ms {
+        command.arg(idle_ms.to_string());
+    }
+    let output = command
         .env_remove("BWOS_NUM_THREADS")
         .env_remove("RAYON_NUM_THREADS")
         .output()?;
@@ -207,7 +265,13 @@ fn run_child(
             "the build runs on the wrong runtime (worker thread {worker:?})"
         )));
     }
-    Ok(ns / 1e6)
+    let idle_cpu_ms = field("idle_cpu_ns=")
+        .and_then(|ns| ns.parse::<f64>().ok())
+        .map(|ns| ns / 1e6);
+    Ok(ChildRun {
+        ms: ns / 1e6,
+        idle_cpu_ms,
+    })
 }
 
 /// The table: per program and thread count, both medians with their
@@ -263,6 +327,39 @@ pub fn table(rows: &[Row]) -> String {
             .expect("writing to a String");
         }
     }
+    let idle_rows: Vec<&Row> = rows
+        .iter()
+        .filter(|row| !row.stock_idle_cpu_ms.is_empty() || !row.bwos_idle_cpu_ms.is_empty())
+        .collect();
+    if !idle_rows.is_empty() {
+        writeln!(
+            out,
+            "\nCPU time of the whole process while its pool idles after {IDLE_PROBE_PROGRAM} \
+             (ms: median [min-max])"
+        )
+        .expect("writing to a String");
+        writeln!(
+            out,
+            "{:<20} {:>7} {:>24} {:>24}",
+            "window", "threads", "stock cpu ms", "bwos cpu ms"
+        )
+        .expect("writing to a String");
+        let cell = |samples: &[f64]| match Summary::of(samples) {
+            Some(s) => format!("{:.2} [{:.2}-{:.2}]", s.median, s.min, s.max),
+            None => "n/a".to_owned(),
+        };
+        for row in idle_rows {
+            writeln!(
+                out,
+                "{:<20} {:>7} {:>24} {:>24}",
+                "idle",
+                row.threads,
+                cell(&row.stock_idle_cpu_ms),
+                cell(&row.bwos_idle_cpu_ms)
+            )
+            .expect("writing to a String");
+        }
+    }
     out
 }
 
@@ -271,19 +368,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_table_has_a_row_per_program_and_a_geometric_mean() {
+    fn the_table_has_a_row_per_program_a_geometric_mean_and_the_idle_cpu() {
         let rows = vec![
             Row {
                 program: "sort",
                 threads: 1,
                 stock_ms: vec![20.0, 22.0],
                 bwos_ms: vec![10.0, 11.0],
+                stock_idle_cpu_ms: Vec::new(),
+                bwos_idle_cpu_ms: Vec::new(),
             },
             Row {
                 program: "nested",
                 threads: 1,
                 stock_ms: vec![10.0, 10.0],
                 bwos_ms: vec![20.0, 20.0],
+                stock_idle_cpu_ms: vec![3.0, 5.0, 4.0],
+                bwos_idle_cpu_ms: vec![0.0, 0.5, 0.25],
             },
         ];
         let table = table(&rows);
@@ -295,5 +396,7 @@ mod tests {
             table.contains("geometric mean") && table.contains("1.00x"),
             "{table}"
         );
+        assert!(table.contains("4.00 [3.00-5.00]"), "{table}");
+        assert!(table.contains("0.25 [0.00-0.50]"), "{table}");
     }
 }
