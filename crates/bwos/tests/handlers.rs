@@ -195,6 +195,66 @@ fn the_building_thread_becomes_worker_zero() {
     });
 }
 
+/// Waits until `pool`'s workers have fallen asleep at least `sleeps` times
+/// in all (the watchdog fails the test if they never do).
+fn wait_for_sleeps(pool: &bwos::ThreadPool, sleeps: u64) {
+    while pool.stats().sleeps < sleeps {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+/// Worker 0 adopted from the building thread runs no scheduler loop: it
+/// must count neither as a searcher (producers would then never wake a
+/// sleeper, trusting the searcher to come by) nor against "every worker
+/// idles" (with the spinning policies the other workers would then never
+/// sleep). Each policy's worker 1 falls asleep first, then work from
+/// worker 0 and from outside must still reach it.
+#[test]
+fn a_sleeping_worker_wakes_for_work_from_an_adopted_worker_zero() {
+    watchdog(
+        "a_sleeping_worker_wakes_for_work_from_an_adopted_worker_zero",
+        || {
+            for policy in [
+                bwos::IdlePolicy::Park,
+                bwos::IdlePolicy::Spin,
+                bwos::IdlePolicy::Yield,
+                bwos::IdlePolicy::Balanced,
+            ] {
+                std::thread::spawn(move || {
+                    let pool = ThreadPoolBuilder::new()
+                        .num_threads(2)
+                        .use_current_thread()
+                        .idle_policy(policy)
+                        .build()
+                        .unwrap();
+                    let (sender, receiver) = mpsc::channel();
+                    for round in 1..=3 {
+                        wait_for_sleeps(&pool, round);
+                        let sender = sender.clone();
+                        // Worker 0 blocks in `recv` outside the pool: only
+                        // worker 1, asleep, can run the job.
+                        pool.spawn(move || sender.send(bwos::current_thread_index()).unwrap());
+                        assert_eq!(receiver.recv().unwrap(), Some(1), "{policy:?}");
+                    }
+                    // A join on worker 0 shares its other half with the
+                    // sleeper, which must wake to take it.
+                    wait_for_sleeps(&pool, 4);
+                    let (a, b) = pool.join(
+                        move || receiver.recv().unwrap(),
+                        move || {
+                            sender.send(bwos::current_thread_index()).unwrap();
+                            bwos::current_thread_index()
+                        },
+                    );
+                    assert_eq!((a, b), (Some(1), Some(1)), "{policy:?}");
+                })
+                .join()
+                .unwrap();
+            }
+        },
+    );
+}
+
 #[test]
 fn a_detaching_pool_returns_from_drop_and_still_runs_its_spawns() {
     watchdog(

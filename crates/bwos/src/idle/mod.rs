@@ -252,7 +252,7 @@ impl Idle {
         let config = worker.idle_config();
         let over = self.attempts > config.sleep_threshold;
         let registry = worker.registry();
-        let all_idle = || registry.sleep.all_idle(registry.num_threads());
+        let all_idle = || registry.all_idle();
         match config.policy {
             IdlePolicy::Spin => {
                 spin(self.rounds);

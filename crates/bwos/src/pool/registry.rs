@@ -84,10 +84,13 @@ impl Registry {
     ) -> Self {
         let n = stealers.len();
         debug_assert_eq!(task_stealers.len(), n);
-        // Every worker counts as searching until it first finds work (see
-        // `Idle::at_start`).
+        // Every worker thread counts as searching until it first finds
+        // work (see `Idle::at_start`). The building thread adopted as
+        // worker 0 does not: it runs no scheduler loop, so it would count
+        // as searching forever, and producers, trusting a searcher to come
+        // by, would never wake a sleeper.
         let sleep = Sleep::new(n);
-        for _ in 0..n {
+        for _ in 0..n - usize::from(options.uses_building_thread) {
             sleep.start_searching();
         }
         Registry {
@@ -205,6 +208,16 @@ impl Registry {
         if let Some(driver) = self.io.get() {
             driver.poll_now();
         }
+    }
+
+    /// Whether every worker that runs the scheduler loop searches or
+    /// sleeps (a racy snapshot, see `Sleep::all_idle`). A building thread
+    /// adopted as worker 0 is left out: between its own waits it runs the
+    /// user's code, and like any thread outside the pool it wakes a
+    /// sleeper when it makes work.
+    pub(crate) fn all_idle(&self) -> bool {
+        self.sleep
+            .all_idle(self.num_threads() - usize::from(self.options.uses_building_thread))
     }
 
     /// Wakes a sleeping worker if nobody searches: called after work
