@@ -114,6 +114,12 @@ mod steal;
 pub mod task;
 #[cfg(not(loom))]
 mod worker;
+#[cfg(not(loom))]
+pub mod worklist;
+// The loom build compiles the work list's core alone.
+#[cfg(loom)]
+#[path = "worklist/core.rs"]
+mod worklist_core;
 
 #[cfg(not(loom))]
 pub use broadcast::{BroadcastContext, broadcast, spawn_broadcast};

@@ -54,6 +54,14 @@ pub struct PoolStats {
     ///
     /// [`IdlePolicy::Balanced`]: crate::IdlePolicy::Balanced
     pub yields_to_victim: u64,
+    /// Blocks of items stolen by participants of work-list runs
+    /// ([`worklist`](crate::worklist)).
+    pub worklist_steals: u64,
+    /// Items those steals moved (a block holds up to a few hundred).
+    pub worklist_items_stolen: u64,
+    /// Items of work-list runs that went to the shared spill because
+    /// their participant's queue was full.
+    pub worklist_spilled: u64,
 }
 
 impl fmt::Display for PoolStats {
@@ -61,14 +69,17 @@ impl fmt::Display for PoolStats {
         write!(
             f,
             "steals {} (failed attempts {}), sleeps {}, wake-ups {}, credits earned {} / spent {}, \
-             yields to victim {}",
+             yields to victim {}, work-list steals {} ({} items), spilled {}",
             self.steals,
             self.failed_steals,
             self.sleeps,
             self.wakeups,
             self.credits_earned,
             self.credits_spent,
-            self.yields_to_victim
+            self.yields_to_victim,
+            self.worklist_steals,
+            self.worklist_items_stolen,
+            self.worklist_spilled
         )
     }
 }
@@ -83,6 +94,9 @@ pub(crate) struct WorkerCounters {
     credits_earned: AtomicU64,
     credits_spent: AtomicU64,
     yields_to_victim: AtomicU64,
+    worklist_steals: AtomicU64,
+    worklist_items_stolen: AtomicU64,
+    worklist_spilled: AtomicU64,
 }
 
 /// Adds `n` to a counter that only the calling worker writes.
@@ -124,6 +138,16 @@ impl WorkerCounters {
         bump(&self.yields_to_victim, 1);
     }
 
+    /// A work-list participant stole a block of `items` items.
+    pub(crate) fn worklist_steal(&self, items: u64) {
+        bump(&self.worklist_steals, 1);
+        bump(&self.worklist_items_stolen, items);
+    }
+
+    pub(crate) fn worklist_spilled(&self, items: u64) {
+        bump(&self.worklist_spilled, items);
+    }
+
     /// Adds this worker's counts to `sum`.
     pub(crate) fn add_to(&self, sum: &mut PoolStats) {
         // Relaxed: see `bump`.
@@ -135,5 +159,8 @@ impl WorkerCounters {
         sum.credits_earned += get(&self.credits_earned);
         sum.credits_spent += get(&self.credits_spent);
         sum.yields_to_victim += get(&self.yields_to_victim);
+        sum.worklist_steals += get(&self.worklist_steals);
+        sum.worklist_items_stolen += get(&self.worklist_items_stolen);
+        sum.worklist_spilled += get(&self.worklist_spilled);
     }
 }

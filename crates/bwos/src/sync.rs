@@ -10,12 +10,16 @@ pub(crate) use loom::sync::atomic::{
     AtomicBool, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
 };
 #[cfg(loom)]
+pub(crate) use loom::sync::{Mutex, MutexGuard};
+#[cfg(loom)]
 pub(crate) use loom::thread::{Thread, park};
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic::{
     AtomicBool, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
 };
+#[cfg(not(loom))]
+pub(crate) use std::sync::{Mutex, MutexGuard};
 #[cfg(not(loom))]
 pub(crate) use std::thread::{Thread, park};
 

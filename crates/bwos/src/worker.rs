@@ -252,6 +252,21 @@ impl WorkerThread {
         }
     }
 
+    /// One steal round over `queues` with this worker's victim selection
+    /// (the pool's stealing policy): what a work-list participant runs
+    /// when its own queue is empty.
+    pub(crate) fn steal_round<Q: VictimQueues>(&self, queues: &Q) -> Option<Q::Item> {
+        self.victims
+            .steal(self.index, queues, &*self.registry, |_| {})
+    }
+
+    /// Whether some worker of the pool searches for work or sleeps (a racy
+    /// hint, the real one even without lazy queueing).
+    #[inline]
+    pub(crate) fn pool_has_idle_workers(&self) -> bool {
+        self.eager_join.unwrap_or(self.idle_hint).anyone_idle()
+    }
+
     /// Jobs in the worker's current block, which thieves cannot see until
     /// it is shared.
     #[inline]

@@ -49,6 +49,34 @@ impl ThreadPool {
         self.registry.in_worker(|_| op())
     }
 
+    /// [`worklist::run`](crate::worklist::run) in this pool: processes
+    /// `seeds` and every item `f` pushes, each exactly once, on this
+    /// pool's workers.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    ///
+    /// let pool = bwos::ThreadPoolBuilder::new().num_threads(2).build()?;
+    /// let processed = AtomicUsize::new(0);
+    /// // A complete binary tree of depth 10, one item per node.
+    /// pool.worklist([0u32], |depth, sink| {
+    ///     processed.fetch_add(1, Ordering::Relaxed);
+    ///     if depth < 10 {
+    ///         sink.push(depth + 1);
+    ///         sink.push(depth + 1);
+    ///     }
+    /// });
+    /// assert_eq!(processed.into_inner(), 2047);
+    /// # Ok::<(), bwos::ThreadPoolBuildError>(())
+    /// ```
+    pub fn worklist<T, F>(&self, seeds: impl IntoIterator<Item = T>, f: F)
+    where
+        T: Send,
+        F: Fn(T, &crate::worklist::Sink<'_, T>) + Sync,
+    {
+        crate::worklist::run_in(&self.registry, seeds, f);
+    }
+
     /// [`join`](crate::join) in this pool.
     pub fn join<A, B, RA, RB>(&self, a: A, b: B) -> (RA, RB)
     where
