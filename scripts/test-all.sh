@@ -19,14 +19,15 @@ echo "== loom models of the BWoS protocol (bounded preemptions, a few minutes)"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p bwos-queue --release --test loom_models -- --test-threads 1
 
-echo "== loom models of the runtime: latch, Nowa scope counter, sleep, task state (seconds)"
+echo "== loom models of the runtime: latch, Nowa scope counter, sleep, task state, work list (seconds)"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p bwos --release --lib -- --test-threads 1
 
-echo "== Miri: the queue's non-loom tests, the async task allocation's, and fork's frames and cancellation"
+echo "== Miri: the queue's non-loom tests, the async task allocation's, fork's frames and cancellation, the work list's item storage"
 if ! cargo +nightly miri --version >/dev/null 2>&1; then
     rustup component add --toolchain nightly miri rust-src
 fi
 cargo +nightly miri test -p bwos-queue
 cargo +nightly miri test -p bwos --lib task::
 cargo +nightly miri test -p bwos --lib fork::
+cargo +nightly miri test -p bwos --lib worklist::
