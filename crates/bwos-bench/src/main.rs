@@ -12,6 +12,7 @@ mod queues;
 mod rayon_dropin;
 mod report;
 mod stats;
+mod worklist;
 
 use std::process::ExitCode;
 
@@ -52,11 +53,15 @@ enum Command {
     /// drop-in (`crates/rayon-core`): seven programs, two builds, run
     /// alternately on 1 and 2 threads.
     Rayon(rayon_dropin::RayonArgs),
+    /// Parallel marking of synthetic heaps (the BWoS paper's GC use): a
+    /// random graph, a wide and a deep tree, a linked list; serial marking,
+    /// the bwos work list, a crossbeam-deque work list and rayon.
+    Worklist(worklist::WorklistArgs),
     /// Every experiment, one report: `queue`, the `forkjoin` suite (small
     /// inputs; `--full` for the paper's), a short `async`, a short `http`,
-    /// a short `corun`, then `rayon` (JSON of the others next to the
-    /// first's, as `forkjoin.json`, `async.json`, `http.json`, `corun.json`
-    /// and `rayon.json`).
+    /// a short `corun`, `rayon`, then a short `worklist` (JSON of the
+    /// others next to the first's, as `forkjoin.json`, `async.json`,
+    /// `http.json`, `corun.json`, `rayon.json` and `worklist.json`).
     Report(ReportArgs),
     /// One program of a co-run (started by `corun`; not for direct use).
     #[command(hide = true)]
@@ -112,6 +117,7 @@ fn main() -> ExitCode {
         Command::Async(args) => run_async(&header, args),
         Command::Http(args) => run_http(&header, args),
         Command::Rayon(args) => run_rayon(&header, args),
+        Command::Worklist(args) => run_worklist(&header, args),
         Command::CorunChild(_)
         | Command::ForkjoinChild(_)
         | Command::Joinpath(_)
@@ -161,7 +167,15 @@ fn main() -> ExitCode {
                         .as_ref()
                         .map(|path| path.with_file_name("rayon.json")),
                 );
-                run_rayon(&header, &rayon_args)
+                run_rayon(&header, &rayon_args)?;
+                let worklist_args = worklist::WorklistArgs::for_report(
+                    args.quick,
+                    args.json
+                        .as_ref()
+                        .map(|path| path.with_file_name("worklist.json")),
+                    args.plot.clone(),
+                );
+                run_worklist(&header, &worklist_args)
             })
         }
     };
@@ -231,6 +245,30 @@ fn run_rayon(header: &header::Header, args: &rayon_dropin::RayonArgs) -> std::io
         })
         .map_err(std::io::Error::other)?;
         std::fs::write(path, json)?;
+    }
+    Ok(())
+}
+
+fn run_worklist(header: &header::Header, args: &worklist::WorklistArgs) -> std::io::Result<()> {
+    let rows = worklist::run(args)?;
+    print!("{}", worklist::table(&rows));
+    if let Some(path) = &args.json {
+        #[derive(serde::Serialize)]
+        struct Output<'a> {
+            header: &'a header::Header,
+            rows: &'a [worklist::Row],
+        }
+        let json = serde_json::to_string_pretty(&Output {
+            header,
+            rows: &rows,
+        })
+        .map_err(std::io::Error::other)?;
+        std::fs::write(path, json)?;
+    }
+    if let Some(dir) = &args.plot {
+        for path in worklist::plots(&rows, dir)? {
+            println!("plot: {path}");
+        }
     }
     Ok(())
 }

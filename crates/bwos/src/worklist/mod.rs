@@ -30,8 +30,10 @@
 //! atomic read-modify-writes, and a thief takes a whole granted block at
 //! once (`steal_batch_and_pop`), choosing its victim with the pool's
 //! stealing policy (including the paper's probabilistic one). A
-//! participant shares its current block early when another participant
-//! waits for work, or when the pool has idle workers; in the second case it
+//! participant holding two items or more shares its current block early
+//! when another participant waits for work, or when the pool has idle
+//! workers (one item it keeps: passing a chain's single item back and
+//! forth would cost a cache transfer per item); in the second case it
 //! also spawns a *helper*, a pool job through which an idle worker joins
 //! the run. When a participant's queue is full, the item and up to 255 of
 //! its newest neighbours move to a shared, unbounded *spill* in one chunk
@@ -345,8 +347,14 @@ impl<T> Participant<'_, T> {
         if spilled > 0 {
             self.worker.counters().worklist_spilled(spilled as u64);
         }
+        // Only with two items or more: a participant keeps one for itself.
+        // Sharing its only item would hand a chain (a linked list) back
+        // and forth between workers, a cache transfer per item.
         // Relaxed: a hint; a participant that waits looks again.
-        if self.shared.hungry.load(Ordering::Relaxed) != 0 || self.worker.pool_has_idle_workers() {
+        if self.queue.private_len() >= 2
+            && (self.shared.hungry.load(Ordering::Relaxed) != 0
+                || self.worker.pool_has_idle_workers())
+        {
             self.offer();
         }
     }
