@@ -252,25 +252,13 @@ fn run_rayon(header: &header::Header, args: &rayon_dropin::RayonArgs) -> std::io
 fn run_worklist(header: &header::Header, args: &worklist::WorklistArgs) -> std::io::Result<()> {
     let rows = worklist::run(args)?;
     print!("{}", worklist::table(&rows));
-    if let Some(path) = &args.json {
-        #[derive(serde::Serialize)]
-        struct Output<'a> {
-            header: &'a header::Header,
-            rows: &'a [worklist::Row],
-        }
-        let json = serde_json::to_string_pretty(&Output {
-            header,
-            rows: &rows,
-        })
-        .map_err(std::io::Error::other)?;
-        std::fs::write(path, json)?;
-    }
-    if let Some(dir) = &args.plot {
-        for path in worklist::plots(&rows, dir)? {
-            println!("plot: {path}");
-        }
-    }
-    Ok(())
+    report::write_files(
+        header,
+        &rows,
+        args.json.as_deref(),
+        args.plot.as_deref(),
+        |dir| worklist::plots(&rows, dir),
+    )
 }
 
 fn run_corun(header: &header::Header, args: &corun::CorunArgs) -> std::io::Result<()> {

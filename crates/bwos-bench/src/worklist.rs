@@ -523,7 +523,6 @@ pub fn table(rows: &[Row]) -> String {
 
 /// Grouped bars of each contender's speedup over serial, per heap.
 pub fn plots(rows: &[Row], dir: &std::path::Path) -> std::io::Result<Vec<String>> {
-    std::fs::create_dir_all(dir)?;
     let mut sizes: Vec<usize> = rows.iter().map(|row| row.objects).collect();
     sizes.dedup();
     let mut written = Vec::new();
