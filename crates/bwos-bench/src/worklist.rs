@@ -16,7 +16,17 @@
 //! `Worker` + `Stealer` with an idle-count termination, the standard
 //! recipe), and rayon (`scope` with one `spawn` per object). chili is left
 //! out: it offers only a binary `join`, so a work list on it would be a
-//! hand-written splitting scheme, not a peer users would pick. Each
+//! hand-written splitting scheme, not a peer users would pick.
+//!
+//! The *limit* column measures what the machine allows: `threads`
+//! serial markings of the same heap at once, each with its own mark bits
+//! (no item crosses threads, no mark bit is shared), timed together; the
+//! limit is `threads x serial time / that time`, the speedup over serial
+//! that perfect work distribution would reach if sharing the mark bits
+//! cost nothing. On a cache-resident heap it sits far below `threads`
+//! when the cores share caches or memory bandwidth.
+//!
+//! Each
 //! repetition runs every contender once, in rotating order, each on a
 //! pool built for the measurement and dropped after it; every run checks
 //! that exactly the reachable objects were marked.
@@ -392,6 +402,38 @@ fn measure<M: Marker>(heap: &Heap, threads: usize) -> (f64, Option<u64>, Vec<boo
     (ms, stolen, marks.bits())
 }
 
+/// The machine's limit: `threads` serial markings of `heap` at once,
+/// each with its own marks, on threads started outside the timed part
+/// (the calling thread is one of them). Returns the milliseconds from the
+/// first start to the last finish, and each marking's marks.
+fn measure_limit(heap: &Heap, threads: usize) -> (f64, Vec<Vec<bool>>) {
+    let marks: Vec<Marks> = (0..threads).map(|_| Marks::new(heap.objects())).collect();
+    let start_line = std::sync::Barrier::new(threads);
+    let timed = |marks: &Marks| {
+        start_line.wait();
+        let start = Instant::now();
+        Serial::mark(&(), heap, marks);
+        (start, Instant::now())
+    };
+    let spans: Vec<(Instant, Instant)> = std::thread::scope(|scope| {
+        let others: Vec<_> = marks[1..]
+            .iter()
+            .map(|marks| scope.spawn(|| timed(marks)))
+            .collect();
+        let mut spans = vec![timed(&marks[0])];
+        spans.extend(
+            others
+                .into_iter()
+                .map(|other| other.join().expect("a serial marking does not panic")),
+        );
+        spans
+    });
+    let first_start = spans.iter().map(|span| span.0).min().expect("one marking");
+    let last_end = spans.iter().map(|span| span.1).max().expect("one marking");
+    let ms = (last_end - first_start).as_secs_f64() * 1e3;
+    (ms, marks.iter().map(Marks::bits).collect())
+}
+
 fn run_one(name: &str, heap: &Heap, threads: usize) -> (f64, Option<u64>, Vec<bool>) {
     match name {
         Serial::NAME => measure::<Serial>(heap, threads),
@@ -410,6 +452,9 @@ pub struct Row {
     pub threads: usize,
     /// Milliseconds per contender (in [`CONTENDERS`] order), per repetition.
     pub ms: Vec<Vec<f64>>,
+    /// Milliseconds of `threads` independent serial markings at once, per
+    /// repetition (see the module docs: the machine's limit).
+    pub limit_ms: Vec<f64>,
     pub bwos_items_stolen: Vec<u64>,
     pub crossbeam_items_stolen: Vec<u64>,
 }
@@ -442,12 +487,27 @@ pub fn run(args: &WorklistArgs) -> std::io::Result<Vec<Row>> {
                 reachable: reference.iter().filter(|&&b| b).count(),
                 threads,
                 ms: vec![Vec::new(); CONTENDERS.len()],
+                limit_ms: Vec::new(),
                 bwos_items_stolen: Vec::new(),
                 crossbeam_items_stolen: Vec::new(),
             };
+            // The limit takes the last slot of the rotation.
+            let slots = CONTENDERS.len() + 1;
             for repetition in 0..repetitions {
-                for k in 0..CONTENDERS.len() {
-                    let which = (k + repetition) % CONTENDERS.len();
+                for k in 0..slots {
+                    let which = (k + repetition) % slots;
+                    if which == CONTENDERS.len() {
+                        let (ms, copies) = measure_limit(&heap, threads);
+                        if copies.iter().any(|bits| *bits != reference) {
+                            return Err(std::io::Error::other(format!(
+                                "an independent serial marking marked a different set of objects \
+                                 on {} ({objects} objects)",
+                                shape.name()
+                            )));
+                        }
+                        row.limit_ms.push(ms);
+                        continue;
+                    }
                     let name = CONTENDERS[which];
                     let (ms, stolen, bits) = run_one(name, &heap, threads);
                     if bits != reference {
@@ -475,17 +535,19 @@ pub fn run(args: &WorklistArgs) -> std::io::Result<Vec<Row>> {
 /// of bwos against each peer (pair by pair).
 pub fn table(rows: &[Row]) -> String {
     let mut out = String::from(
-        "parallel marking (ms: median; speedup = serial/contender; bwos vs X = X time / bwos \
-         time, median of pairwise ratios; stolen: items, median)\n",
+        "parallel marking (ms: median; speedup = serial/contender; limit = threads x serial / \
+         time of that many independent serial markings at once, the machine's ceiling; bwos vs X \
+         = X time / bwos time, median of pairwise ratios; stolen: items, median)\n",
     );
     writeln!(
         out,
-        "{:<13} {:>9} {:>9} {:>3} {:>9} {:>16} {:>16} {:>16} {:>9} {:>9} {:>9}",
+        "{:<13} {:>9} {:>9} {:>3} {:>9} {:>6} {:>16} {:>16} {:>16} {:>9} {:>9} {:>9}",
         "heap",
         "objects",
         "reachable",
         "thr",
         "serial",
+        "limit",
         "bwos (x serial)",
         "crossbeam (x)",
         "rayon (x)",
@@ -503,12 +565,13 @@ pub fn table(rows: &[Row]) -> String {
         let stolen: Vec<f64> = row.bwos_items_stolen.iter().map(|&n| n as f64).collect();
         writeln!(
             out,
-            "{:<13} {:>9} {:>9} {:>3} {:>9.1} {:>16} {:>16} {:>16} {:>8.2}x {:>8.2}x {:>9.0}",
+            "{:<13} {:>9} {:>9} {:>3} {:>9.1} {:>5.2}x {:>16} {:>16} {:>16} {:>8.2}x {:>8.2}x {:>9.0}",
             row.shape.name(),
             row.objects,
             row.reachable,
             row.threads,
             serial,
+            limit(row),
             cell(1),
             cell(2),
             cell(3),
@@ -521,7 +584,14 @@ pub fn table(rows: &[Row]) -> String {
     out
 }
 
-/// Grouped bars of each contender's speedup over serial, per heap.
+/// The machine's limit for `row`: `threads x serial / limit time`, medians.
+fn limit(row: &Row) -> f64 {
+    let median = |samples: &[f64]| Summary::of(samples).map_or(f64::NAN, |s| s.median);
+    row.threads as f64 * median(&row.ms[0]) / median(&row.limit_ms)
+}
+
+/// Grouped bars of each contender's speedup over serial, per heap, and
+/// the machine's limit.
 pub fn plots(rows: &[Row], dir: &std::path::Path) -> std::io::Result<Vec<String>> {
     let mut sizes: Vec<usize> = rows.iter().map(|row| row.objects).collect();
     sizes.dedup();
@@ -532,7 +602,7 @@ pub fn plots(rows: &[Row], dir: &std::path::Path) -> std::io::Result<Vec<String>
             .iter()
             .map(|row| row.shape.name().to_string())
             .collect();
-        let series: Vec<crate::report::Bars> = (1..CONTENDERS.len())
+        let mut series: Vec<crate::report::Bars> = (1..CONTENDERS.len())
             .map(|k| {
                 let values = rows
                     .iter()
@@ -544,6 +614,12 @@ pub fn plots(rows: &[Row], dir: &std::path::Path) -> std::io::Result<Vec<String>
                 (CONTENDERS[k], values)
             })
             .collect();
+        series.push((
+            "limit (independent serial markings)",
+            rows.iter()
+                .map(|row| Some(limit(row)).filter(|x| x.is_finite()))
+                .collect(),
+        ));
         let name = format!("worklist-{objects}.svg");
         crate::report::grouped_bars(
             &dir.join(&name),
@@ -572,6 +648,16 @@ mod tests {
                 assert!(bits == reference, "{name} on {}", shape.name());
             }
         }
+    }
+
+    #[test]
+    fn every_independent_marking_of_the_limit_marks_the_reachable_objects() {
+        let heap = Heap::new(Shape::RandomGraph, 5_000);
+        let (_, _, reference) = run_one(Serial::NAME, &heap, 1);
+        let (ms, copies) = measure_limit(&heap, 3);
+        assert!(ms >= 0.0);
+        assert_eq!(copies.len(), 3);
+        assert!(copies.iter().all(|bits| *bits == reference));
     }
 
     #[test]

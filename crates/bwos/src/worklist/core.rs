@@ -80,10 +80,17 @@ impl<T> Spill<T> {
 /// Pushes `item` on `queue`, or, if it is full, moves it with up to
 /// [`SPILL_CHUNK`]` - 1` of the queue's newest items to `spill`. Returns
 /// how many items went to the spill (0 almost always).
+#[inline]
 pub(crate) fn push_or_spill<T>(queue: &lifo::Worker<T>, spill: &Spill<T>, item: T) -> usize {
-    let Err(item) = queue.push(item) else {
-        return 0;
-    };
+    match queue.push(item) {
+        Ok(()) => 0,
+        Err(item) => spill_with_newest(queue, spill, item),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn spill_with_newest<T>(queue: &lifo::Worker<T>, spill: &Spill<T>, item: T) -> usize {
     let mut chunk = Vec::with_capacity(SPILL_CHUNK);
     chunk.push(item);
     while chunk.len() < SPILL_CHUNK {

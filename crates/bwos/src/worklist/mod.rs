@@ -30,12 +30,17 @@
 //! atomic read-modify-writes, and a thief takes a whole granted block at
 //! once (`steal_batch_and_pop`), choosing its victim with the pool's
 //! stealing policy (including the paper's probabilistic one). A
-//! participant holding two items or more shares its current block early
-//! when another participant waits for work, or when the pool has idle
-//! workers (one item it keeps: passing a chain's single item back and
-//! forth would cost a cache transfer per item); in the second case it
-//! also spawns a *helper*, a pool job through which an idle worker joins
-//! the run. When a participant's queue is full, the item and up to 255 of
+//! participant looks before taking each item whether another participant
+//! waits for work or the pool has idle workers (two relaxed loads of
+//! read-mostly words); if so and it holds two items or more, it shares its
+//! current block early (one item it keeps: passing a chain's single item
+//! back and forth would cost a cache transfer per item), and in the second
+//! case it also spawns a *helper*, a pool job through which an idle worker
+//! joins the run. Items pushed during one call of `f` are thus offered
+//! when the call returns, or sooner when a block fills up (a full block
+//! is open to thieves). Everything beyond the queue's own push and pop,
+//! those loads and the stop flag is out of line: the per-item cost is
+//! about 30 instructions over serial marking's. When a participant's queue is full, the item and up to 255 of
 //! its newest neighbours move to a shared, unbounded *spill* in one chunk
 //! (counted in [`PoolStats::worklist_spilled`](crate::PoolStats)); the
 //! spill is looked at before stealing.
@@ -81,7 +86,6 @@
 
 mod core;
 
-use std::cell::Cell;
 use std::fmt;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -335,9 +339,6 @@ struct Participant<'a, T> {
     shared: &'a Shared<T>,
     worker: &'a WorkerThread,
     queue: &'a lifo::Worker<T>,
-    /// Set by `push` when the pool has idle workers and no participant is
-    /// waiting: the participant loop then spawns a helper.
-    wants_helper: Cell<bool>,
 }
 
 impl<T> Participant<'_, T> {
@@ -347,32 +348,45 @@ impl<T> Participant<'_, T> {
         if spilled > 0 {
             self.worker.counters().worklist_spilled(spilled as u64);
         }
-        // Only with two items or more: a participant keeps one for itself.
-        // Sharing its only item would hand a chain (a linked list) back
-        // and forth between workers, a cache transfer per item.
-        // Relaxed: a hint; a participant that waits looks again.
-        if self.queue.private_len() >= 2
-            && (self.shared.hungry.load(Ordering::Relaxed) != 0
-                || self.worker.pool_has_idle_workers())
-        {
-            self.offer();
+    }
+
+    /// Once per item: if another participant waits for work or the pool
+    /// has idle workers, makes this participant's items visible to
+    /// thieves. Returns whether a helper should be spawned. Two relaxed
+    /// loads of read-mostly words when nobody is idle.
+    #[inline]
+    fn share_if_wanted(&self) -> bool {
+        // Relaxed: hints; a participant that waits looks again, and an
+        // idle worker that is missed is asked at the next item.
+        if self.shared.hungry.load(Ordering::Relaxed) != 0 || self.worker.pool_has_idle_workers() {
+            return self.offer();
         }
+        false
     }
 
     /// Someone could use work: open this participant's private items to
-    /// thieves, and ask for a helper if no participant is waiting.
+    /// thieves, unless its last offer is still untaken. Returns whether
+    /// there is stealable work and no participant waiting for it (the
+    /// idle workers of the pool are then asked to join through a helper).
+    ///
+    /// Only with two private items or more: a participant keeps one for
+    /// itself. Sharing its only item would hand a chain (a linked list)
+    /// back and forth between workers, a cache transfer per item.
     #[cold]
-    fn offer(&self) {
-        let visible = self.queue.granted_pending() || self.queue.share();
-        // Relaxed: as in `push`.
-        if visible && self.shared.hungry.load(Ordering::Relaxed) == 0 {
-            self.wants_helper.set(true);
-        }
+    #[inline(never)]
+    fn offer(&self) -> bool {
+        let visible =
+            self.queue.granted_pending() || (self.queue.private_len() >= 2 && self.queue.share());
+        // Relaxed: as in `share_if_wanted`.
+        visible && self.shared.hungry.load(Ordering::Relaxed) == 0
     }
 
-    /// The next item: local, spilled or stolen; after a bounded wait,
-    /// `None` (the participant then leaves).
-    fn next(&self) -> Option<T> {
+    /// The next item when the participant's own queue looks empty: from
+    /// the spill, or stolen; after a bounded wait, `None` (the participant
+    /// then leaves).
+    #[cold]
+    #[inline(never)]
+    fn next_when_empty(&self) -> Option<T> {
         if let Some(item) = self.look() {
             return Some(item);
         }
@@ -449,7 +463,6 @@ where
             shared: &self.shared,
             worker,
             queue: &queue,
-            wants_helper: Cell::new(false),
         };
         let sink = Sink {
             participant: &participant,
@@ -459,10 +472,18 @@ where
                 sink.push(item);
             }
         }
+        // The per-item path: the queue's own fast paths, two hint loads
+        // and the stop flag; everything else is out of line.
         while !self.shared.is_stopped() {
-            self.spawn_helper_if_wanted(&participant, scope);
-            let Some(item) = participant.next() else {
-                break;
+            if participant.share_if_wanted() {
+                self.spawn_helper(scope);
+            }
+            let item = match queue.pop() {
+                Some(item) => item,
+                None => match participant.next_when_empty() {
+                    Some(item) => item,
+                    None => break,
+                },
             };
             (self.f)(item, &sink);
         }
@@ -470,14 +491,11 @@ where
         self.shared.leave(index, queue);
     }
 
-    fn spawn_helper_if_wanted<'scope>(
-        &'scope self,
-        participant: &Participant<'_, T>,
-        scope: &Scope<'scope>,
-    ) {
-        if !participant.wants_helper.replace(false) {
-            return;
-        }
+    /// Spawns a helper, a job through which an idle worker joins the run,
+    /// unless one is already on its way or every worker takes part.
+    #[cold]
+    #[inline(never)]
+    fn spawn_helper<'scope>(&'scope self, scope: &Scope<'scope>) {
         let shared = &self.shared;
         // Relaxed: counts for a heuristic; an extra or a missing helper
         // changes only how many workers take part.
