@@ -195,6 +195,11 @@ impl<T> Sink<'_, T> {
     /// [`run`] returns (unless the run stops on a panic, which drops it).
     /// Never fails: when this worker's queue is full the item goes to the
     /// run's spill.
+    ///
+    /// Other workers can take the item once the current call of `f`
+    /// returns (or once this worker's block of 256 items fills up), not
+    /// while `f` still runs: an `f` that pushes and then computes for long
+    /// should make that computation an item of its own.
     #[inline]
     pub fn push(&self, item: T) {
         self.participant.push(item);
