@@ -91,6 +91,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use bwos_queue::{Config, Steal, lifo};
+use crossbeam_utils::CachePadded;
 
 use self::core::{Spill, next_item, push_or_spill};
 use crate::pool::registry::Registry;
@@ -233,7 +234,9 @@ struct Slot<T> {
 /// What the participants of a run share.
 struct Shared<T> {
     slots: Box<[Slot<T>]>,
-    spill: Spill<T>,
+    /// On a line of its own: its lock and length change with every chunk
+    /// moved, and the hints below are read once per item.
+    spill: CachePadded<Spill<T>>,
     /// Participants waiting for items (a hint for sharing).
     hungry: AtomicUsize,
     /// Participants in the run now.
@@ -253,7 +256,7 @@ impl<T> Shared<T> {
                     stealer: OnceLock::new(),
                 })
                 .collect(),
-            spill: Spill::new(),
+            spill: CachePadded::new(Spill::new()),
             hungry: AtomicUsize::new(0),
             participants: AtomicUsize::new(0),
             helpers_pending: AtomicUsize::new(0),
