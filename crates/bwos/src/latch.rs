@@ -150,22 +150,61 @@ impl Latch for WorkerLatch {
     }
 }
 
-/// A latch whose waiter is any thread: it keeps the waiter's handle.
+/// A latch whose waiter is any thread: it keeps what it takes to wake the
+/// waiter.
+///
+/// A waiter that is a worker of some pool (it waits for another pool's
+/// work, or runs `block_on`) keeps running its own pool's work meanwhile
+/// and, when that runs out, sleeps where its pool's workers sleep: on its
+/// park token, or in its pool's I/O driver, which a thread unpark does not
+/// interrupt. Such a waiter is woken through its pool's registry, as its
+/// pool's own producers would wake it.
 pub(crate) struct ThreadLatch {
     core: CoreLatch,
-    thread: Thread,
+    waiter: Waiter,
+}
+
+/// How to wake the thread waiting on a [`ThreadLatch`].
+#[derive(Clone)]
+enum Waiter {
+    /// A thread outside every pool: it parks on its token.
+    Thread(Thread),
+    /// Worker `index` of a pool: it sleeps the way its pool's workers do.
+    /// The `Arc` keeps the registry alive for the setter's wake-up, which
+    /// may come after the waiter has returned.
+    #[cfg(not(loom))]
+    Worker(std::sync::Arc<crate::pool::registry::Registry>, usize),
+}
+
+impl Waiter {
+    fn wake(self) {
+        match self {
+            Waiter::Thread(thread) => thread.unpark(),
+            #[cfg(not(loom))]
+            Waiter::Worker(registry, index) => registry.unpark(index),
+        }
+    }
 }
 
 impl ThreadLatch {
     /// A latch the current thread will wait on.
     pub(crate) fn for_current_thread() -> Self {
-        Self::for_thread(crate::sync::current_thread())
-    }
-
-    pub(crate) fn for_thread(thread: Thread) -> Self {
+        #[cfg(not(loom))]
+        {
+            let worker = crate::worker::WorkerThread::current();
+            if !worker.is_null() {
+                // SAFETY: a non-null current worker lives on this thread's
+                // stack (or is leaked) while the thread runs pool work.
+                let worker = unsafe { &*worker };
+                return ThreadLatch {
+                    core: CoreLatch::new(),
+                    waiter: Waiter::Worker(worker.registry().clone(), worker.index()),
+                };
+            }
+        }
         ThreadLatch {
             core: CoreLatch::new(),
-            thread,
+            waiter: Waiter::Thread(crate::sync::current_thread()),
         }
     }
 
@@ -176,13 +215,13 @@ impl ThreadLatch {
 
 impl Latch for ThreadLatch {
     unsafe fn set(this: *const Self) {
-        // The waiter may free the latch once it is set: take the handle
+        // The waiter may free the latch once it is set: take what wakes it
         // first.
         // SAFETY: the caller guarantees `this` is live until the core is set.
-        let thread = unsafe { (*this).thread.clone() };
+        let waiter = unsafe { (*this).waiter.clone() };
         // SAFETY: as above; after this line `this` is not used.
         if unsafe { (*this).core.set() } {
-            thread.unpark();
+            waiter.wake();
         }
     }
 }

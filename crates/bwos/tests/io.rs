@@ -201,3 +201,38 @@ fn connecting_to_a_closed_port_fails() {
         );
     });
 }
+
+/// A worker waiting for another pool's work keeps running its own pool's
+/// work, and falls asleep where its pool's idle workers sleep: in the I/O
+/// driver once the pool has one. The other pool's worker that finishes
+/// the work must wake it there (a thread unpark alone does not interrupt
+/// the driver's poll, and a one-worker pool with nothing else to do would
+/// never wake).
+#[test]
+fn a_worker_waiting_for_another_pool_wakes_in_its_io_driver() {
+    watchdog(
+        "a_worker_waiting_for_another_pool_wakes_in_its_io_driver",
+        || {
+            let waiting_pool = ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+            let working_pool = ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+            // The first socket gives the waiting pool its I/O driver.
+            let listener = waiting_pool.install(|| TcpListener::bind(loopback()).unwrap());
+            for round in 0..10u64 {
+                let got = waiting_pool.install(|| {
+                    working_pool.install(|| {
+                        // Long enough for the waiter to pass its sleep
+                        // threshold and block in the driver.
+                        std::thread::sleep(Duration::from_millis(30));
+                        round
+                    })
+                });
+                assert_eq!(got, round);
+            }
+            assert!(
+                waiting_pool.stats().sleeps > 0,
+                "the waiting worker never slept, so the test did not test the wake-up"
+            );
+            drop(listener);
+        },
+    );
+}
