@@ -217,14 +217,23 @@ fn a_worker_waiting_for_another_pool_wakes_in_its_io_driver() {
             let working_pool = ThreadPoolBuilder::new().num_threads(1).build().unwrap();
             // The first socket gives the waiting pool its I/O driver.
             let listener = waiting_pool.install(|| TcpListener::bind(loopback()).unwrap());
+            // Long enough for the waiter to pass its sleep threshold and
+            // block in the driver.
+            let work = |round: u64| {
+                std::thread::sleep(Duration::from_millis(30));
+                round
+            };
             for round in 0..10u64 {
+                // Even rounds wait in `install`, odd ones for a scope of
+                // the other pool run in place (its spawned job runs there).
                 let got = waiting_pool.install(|| {
-                    working_pool.install(|| {
-                        // Long enough for the waiter to pass its sleep
-                        // threshold and block in the driver.
-                        std::thread::sleep(Duration::from_millis(30));
-                        round
-                    })
+                    if round % 2 == 0 {
+                        working_pool.install(|| work(round))
+                    } else {
+                        let mut got = 0;
+                        working_pool.in_place_scope(|scope| scope.spawn(|_| got = work(round)));
+                        got
+                    }
                 });
                 assert_eq!(got, round);
             }
