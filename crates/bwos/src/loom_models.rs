@@ -458,7 +458,9 @@ impl ModelTask {
             self.poll_future();
             match self.state.end_poll() {
                 EndPoll::Idle { last } => return self.release(last),
-                EndPoll::Requeue => continue,
+                // The new entry has its own reference; the poller drops
+                // the old entry's once it is queued (run here at once).
+                EndPoll::Requeue => self.release(self.state.ref_dec()),
                 EndPoll::Cancel => {
                     self.cancel();
                     self.release(self.state.ref_dec());
@@ -531,7 +533,12 @@ fn task_wake_during_a_poll_is_not_lost() {
                 // Relaxed: see `poll_future`.
                 task.wake_requested.store(true, Ordering::Relaxed);
                 match task.state.wake_by_val() {
-                    Wake::Submit => true,
+                    Wake::Submit => {
+                        // The entry has its own reference; the waker's is
+                        // dropped once the entry is queued.
+                        task.release(task.state.ref_dec());
+                        true
+                    }
                     Wake::Nothing { last } => {
                         task.release(last);
                         false
@@ -755,6 +762,8 @@ fn task_woken_from_outside_reaches_a_sleeping_worker() {
             Wake::Submit => {
                 assert!(injector.inject(0, |_| panic!("the injector is open")));
                 sleep.notify(|_| worker_thread.unpark());
+                // The waker's reference, after queueing the entry.
+                task.release(task.state.ref_dec());
             }
             Wake::Nothing { .. } => panic!("an idle task's wake-up submits it"),
         }

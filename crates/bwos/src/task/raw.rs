@@ -45,6 +45,11 @@ pub(crate) trait Schedule: Send + Sync + 'static {
     /// Queues `task` to be run (by [`Notified::run`]) or, if the executor
     /// is shutting down, cancelled (by [`Notified::cancel`]). Dropping it
     /// unrun also cancels it, on the dropping thread.
+    ///
+    /// `self` lives in the task, and the task outlives the call: whoever
+    /// calls this holds a reference of its own besides the entry's. So the
+    /// entry may be run, completed and released by another thread (or
+    /// cancelled here) before this returns.
     fn schedule(&self, task: Notified);
 
     /// Queues `task`, which woke itself during its poll (it yielded): the
@@ -116,7 +121,8 @@ impl TaskRef {
         // SAFETY: forwarded from the caller.
         let header = unsafe { self.header() };
         if header.state.abort() == Wake::Submit {
-            // SAFETY: `abort` added the new entry's reference.
+            // SAFETY: `abort` added the new entry's reference; the owner
+            // the caller vouches for keeps the task alive across the call.
             unsafe { (header.vtable.schedule)(self.0) }
         }
     }
@@ -317,11 +323,15 @@ where
                                 unsafe { Self::dealloc(header) }
                             }
                         }
-                        // Woken during its own poll: it yielded. The
-                        // entry's reference and `NOTIFIED` go to the new
-                        // entry.
+                        // Woken during its own poll: it yielded. The new
+                        // entry has a reference of its own and takes
+                        // `NOTIFIED`; the one run here keeps the task
+                        // (and the scheduler borrowed from it) alive
+                        // until `yield_task` returns.
                         EndPoll::Requeue => {
                             cell.scheduler.yield_task(Notified(header));
+                            // SAFETY: the reference of the entry just run.
+                            unsafe { TaskRef(header).release() }
                         }
                         // SAFETY: still `RUNNING`, as `Cancel` says.
                         EndPoll::Cancel => unsafe { Self::cancel_and_complete(header) },
@@ -396,7 +406,10 @@ where
     ///
     /// # Safety
     /// `header` belongs to a live `Cell<F, S>`; the caller owns a reference
-    /// and a `NOTIFIED` state, both of which go to the entry.
+    /// and a `NOTIFIED` state, both of which go to the entry, and keeps the
+    /// task alive by another reference until this returns (`&self` of the
+    /// scheduler lives in the task, which the entry's runner may free
+    /// before the scheduler returns).
     unsafe fn schedule(header: NonNull<Header>) {
         // SAFETY: forwarded from the caller.
         let cell = unsafe { Self::from_header(header) };
@@ -532,8 +545,12 @@ unsafe fn waker_wake(data: *const ()) {
     // `ManuallyDrop` and only lent out by `&`).
     let (ptr, header) = unsafe { header_of(data) };
     match header.state.wake_by_val() {
-        // SAFETY: the waker's reference goes to the entry.
-        Wake::Submit => unsafe { (header.vtable.schedule)(ptr) },
+        // SAFETY: `wake_by_val` added the entry's reference; the waker's
+        // keeps the task alive across `schedule` and is dropped after it.
+        Wake::Submit => unsafe {
+            (header.vtable.schedule)(ptr);
+            TaskRef(ptr).release();
+        },
         // SAFETY: the waker held the last reference.
         Wake::Nothing { last: true } => unsafe { (header.vtable.dealloc)(ptr) },
         Wake::Nothing { last: false } => {}
@@ -548,7 +565,8 @@ unsafe fn waker_wake_by_ref(data: *const ()) {
     // SAFETY: called by `Waker::wake_by_ref` on one of our wakers.
     let (ptr, header) = unsafe { header_of(data) };
     if header.state.wake_by_ref() == Wake::Submit {
-        // SAFETY: `wake_by_ref` added the entry's reference.
+        // SAFETY: `wake_by_ref` added the entry's reference; the waker's,
+        // borrowed by the caller, keeps the task alive across `schedule`.
         unsafe { (header.vtable.schedule)(ptr) }
     }
 }

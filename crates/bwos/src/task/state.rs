@@ -119,8 +119,11 @@ pub(crate) enum EndPoll {
     /// reference was dropped; `last` says whether it was the last one
     /// (then the poller frees the task).
     Idle { last: bool },
-    /// A wake-up came during the poll: queue the task again, with the
-    /// reference of the entry just run.
+    /// A wake-up came during the poll: queue the task again. The new
+    /// entry owns a reference added here; the poller keeps the reference
+    /// of the entry just run until the scheduler has returned, then drops
+    /// it (so the task outlives the scheduler's `&self`, which lives in
+    /// the task, even if another thread runs the new entry at once).
     Requeue,
     /// `abort` came during the poll: drop the future and complete the
     /// task as cancelled (the task stays `RUNNING` until then).
@@ -130,9 +133,10 @@ pub(crate) enum EndPoll {
 /// What a wake-up asks of the waker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Wake {
-    /// Queue the task: the new run-queue entry owns a reference (added by
-    /// [`State::wake_by_ref`], or the waker's own for
-    /// [`State::wake_by_val`]).
+    /// Queue the task: the new run-queue entry owns a reference added by
+    /// the transition. The waker keeps its own across the call to the
+    /// scheduler, which borrows from the task, and a waker consumed by
+    /// [`State::wake_by_val`] drops it afterwards.
     Submit,
     /// Nothing to queue: the task is queued, running (its poller requeues
     /// it) or complete. For `wake_by_val` the waker's reference was
@@ -203,7 +207,8 @@ impl State {
             if s.is_cancelled() {
                 (None, EndPoll::Cancel)
             } else if s.is_notified() {
-                (Some(s.0 & !RUNNING), EndPoll::Requeue)
+                check_refs(s);
+                (Some((s.0 & !RUNNING) + REF_ONE), EndPoll::Requeue)
             } else {
                 debug_assert!(s.refs() > 0);
                 let next = (s.0 & !RUNNING) - REF_ONE;
@@ -242,8 +247,9 @@ impl State {
         })
     }
 
-    /// A waker wakes the task and is consumed: its reference goes to the
-    /// new run-queue entry, or is dropped.
+    /// A waker wakes the task and is consumed: its reference is dropped,
+    /// at once, or after the scheduler has queued the new entry
+    /// (`Submit`, whose entry owns a reference of its own).
     pub(crate) fn wake_by_val(&self) -> Wake {
         self.update(|s| {
             debug_assert!(s.refs() > 0);
@@ -262,7 +268,8 @@ impl State {
                     Wake::Nothing { last: false },
                 )
             } else {
-                (Some(s.0 | NOTIFIED), Wake::Submit)
+                check_refs(s);
+                (Some((s.0 | NOTIFIED) + REF_ONE), Wake::Submit)
             }
         })
     }
@@ -382,6 +389,7 @@ mod tests {
         assert_eq!(state.wake_by_val(), Wake::Nothing { last: false });
         assert_eq!(state.wake_by_ref(), Wake::Nothing { last: false });
         assert_eq!(state.end_poll(), EndPoll::Requeue);
+        assert!(!state.ref_dec(), "the poller's reference, after requeueing");
         assert_eq!(state.start_poll(), StartPoll::Poll);
         assert_eq!(state.end_poll(), EndPoll::Idle { last: false });
         assert_eq!(state.load().refs(), 1, "only the handle is left");
@@ -395,6 +403,18 @@ mod tests {
         assert_eq!(state.wake_by_ref(), Wake::Submit);
         assert_eq!(state.wake_by_ref(), Wake::Nothing { last: false });
         assert_eq!(state.load().refs(), 2, "handle and the new entry");
+    }
+
+    #[test]
+    fn a_wake_by_value_keeps_the_wakers_reference_until_it_is_dropped() {
+        let state = State::new();
+        state.start_poll();
+        state.end_poll();
+        state.ref_inc(); // a waker
+        assert_eq!(state.wake_by_val(), Wake::Submit);
+        assert_eq!(state.load().refs(), 3, "handle, waker and the new entry");
+        assert!(!state.ref_dec(), "the waker, after scheduling");
+        assert_eq!(state.load().refs(), 2);
     }
 
     #[test]

@@ -329,3 +329,72 @@ fn wakes_from_other_threads() {
     assert_eq!(drops.load(Ordering::SeqCst), tasks);
     assert_eq!(queue.run_all(), 0);
 }
+
+/// A scheduler that runs each entry before `schedule` returns, the extreme
+/// of "another thread ran it at once", and then reads its own field (which
+/// lives in the task): the task must outlive the call. Miri reports a use
+/// after free (or a free under the protected `&self`) if the waker or the
+/// poller hands its only reference to the entry.
+struct RunAtOnce(Arc<AtomicUsize>);
+
+impl Schedule for RunAtOnce {
+    fn schedule(&self, task: Notified) {
+        task.run();
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Spawns a detached `CountDown` of one wake-up on `RunAtOnce`; returns
+/// the entry, the schedule counter and the drop counter.
+fn run_at_once_task(
+    park: impl FnMut(Waker) + Unpin + Send + 'static,
+) -> (Notified, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+    let (schedules, drops) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let future = CountDown {
+        left: 1,
+        park,
+        _guard: DropCounter(drops.clone()),
+    };
+    let (task, handle) = spawn(future, RunAtOnce(schedules.clone()));
+    drop(handle);
+    (task, schedules, drops)
+}
+
+#[test]
+fn a_waker_woken_by_value_keeps_the_task_alive_while_it_is_scheduled() {
+    let parked = Arc::new(Mutex::new(None));
+    let slot = parked.clone();
+    let (task, schedules, drops) =
+        run_at_once_task(move |waker| *slot.lock().unwrap() = Some(waker));
+    task.run();
+    let waker = parked
+        .lock()
+        .unwrap()
+        .take()
+        .expect("the first poll parks a waker");
+    // The waker holds the task's only reference; its entry runs the task
+    // to completion inside `schedule`.
+    waker.wake();
+    assert_eq!(schedules.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        1,
+        "the future is dropped once"
+    );
+    assert_eq!(Arc::strong_count(&schedules), 1, "the task was freed");
+}
+
+#[test]
+fn a_task_requeued_by_its_own_poll_stays_alive_while_it_is_scheduled() {
+    // The poll wakes the task by value while it runs, so the poller
+    // requeues it; the requeued entry completes it inside `schedule`.
+    let (task, schedules, drops) = run_at_once_task(Waker::wake);
+    task.run();
+    assert_eq!(schedules.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        1,
+        "the future is dropped once"
+    );
+    assert_eq!(Arc::strong_count(&schedules), 1, "the task was freed");
+}
