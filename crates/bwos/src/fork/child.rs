@@ -136,9 +136,18 @@ impl<F: Future> DerefMut for ChildSlot<F> {
 impl<F: Future> Drop for ChildSlot<F> {
     #[inline(always)]
     fn drop(&mut self) {
+        /// A child dropped before its outcome was taken (cancellation, or
+        /// an unwinding parent): out of line, so that the common drop is a
+        /// tag check the enclosing future's drop inlines.
+        #[cold]
+        #[inline(never)]
+        fn drop_unfinished<F: Future>(child: &mut ManuallyDrop<Child<F>>) {
+            // SAFETY: dropped once, here; the slot is not used afterwards
+            // (the caller is the slot's own drop).
+            unsafe { ManuallyDrop::drop(child) };
+        }
         if !matches!(*self.0, Child::Taken) {
-            // SAFETY: dropped once, here; the slot is not used afterwards.
-            unsafe { ManuallyDrop::drop(&mut self.0) };
+            drop_unfinished(&mut self.0);
         }
     }
 }

@@ -69,10 +69,21 @@ struct FreeList {
 /// when the thread exits.
 struct FrameCache {
     lists: [FreeList; CLASSES],
+    /// Whether the cache may keep frames: one flag, so that a free checks
+    /// one byte.
+    status: Cell<CacheStatus>,
+}
+
+/// Whether a thread's [`FrameCache`] keeps the frames freed on it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum CacheStatus {
+    /// No frame kept yet: [`CacheOwner`] is not registered.
+    Unowned,
+    /// [`CacheOwner`] is registered: frames are kept, and freed when the
+    /// thread exits.
+    Owned,
     /// The thread is exiting and the cache was emptied: keep no more frames.
-    closed: Cell<bool>,
-    /// [`CacheOwner`] is registered for this thread.
-    owned: Cell<bool>,
+    Closed,
 }
 
 impl FrameCache {
@@ -84,8 +95,7 @@ impl FrameCache {
                     len: Cell::new(0),
                 }
             }; CLASSES],
-            closed: Cell::new(false),
-            owned: Cell::new(false),
+            status: Cell::new(CacheStatus::Unowned),
         }
     }
 
@@ -116,7 +126,7 @@ impl Drop for CacheOwner {
         // Frames freed after this (by later thread-local destructors) go
         // straight to the global allocator.
         CACHE.with(|cache| {
-            cache.closed.set(true);
+            cache.status.set(CacheStatus::Closed);
             cache.release();
         });
     }
@@ -127,14 +137,15 @@ thread_local! {
     static OWNER: CacheOwner = const { CacheOwner };
 }
 
-/// Registers [`CacheOwner`] for this thread; `false` if the thread is
+/// Whether a cache that is not [`CacheStatus::Owned`] may keep a frame:
+/// registers [`CacheOwner`] on the first one; `false` once the thread is
 /// exiting (the cache must not keep frames any more).
 #[cold]
 fn register_owner(cache: &FrameCache) -> bool {
-    if OWNER.try_with(|_| ()).is_err() {
+    if cache.status.get() == CacheStatus::Closed || OWNER.try_with(|_| ()).is_err() {
         return false;
     }
-    cache.owned.set(true);
+    cache.status.set(CacheStatus::Owned);
     true
 }
 
@@ -143,6 +154,14 @@ fn class_layout(class: usize) -> Layout {
     // Never fails: the size is a nonzero multiple of the alignment, far
     // below `isize::MAX`.
     Layout::from_size_align((class + 1) * GRANULE, GRANULE).expect("a frame class layout")
+}
+
+/// How many free frames of class `class` a thread keeps: as many as fit in
+/// [`MAX_CACHED_BYTES_PER_CLASS`], rounded up. A constant wherever the class
+/// is (the class of a future type is).
+#[inline]
+const fn class_capacity(class: usize) -> usize {
+    MAX_CACHED_BYTES_PER_CLASS.div_ceil((class + 1) * GRANULE)
 }
 
 /// The size class of `layout`, or `None` when the cache does not serve it.
@@ -193,9 +212,8 @@ unsafe fn free(frame: NonNull<u8>, layout: Layout) {
     };
     let kept = CACHE.with(|cache| {
         let list = &cache.lists[class];
-        if list.len.get() * (class + 1) * GRANULE >= MAX_CACHED_BYTES_PER_CLASS
-            || cache.closed.get()
-            || (!cache.owned.get() && !register_owner(cache))
+        if list.len.get() >= class_capacity(class)
+            || (cache.status.get() != CacheStatus::Owned && !register_owner(cache))
         {
             return false;
         }
