@@ -360,6 +360,19 @@ fn run_at_once_task(
     (task, schedules, drops)
 }
 
+/// The task of [`run_at_once_task`] was scheduled once, its future
+/// dropped once, and its memory freed (it held the last clone of
+/// `schedules` besides the test's).
+fn assert_scheduled_once_and_freed(schedules: &Arc<AtomicUsize>, drops: &AtomicUsize) {
+    assert_eq!(schedules.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        1,
+        "the future is dropped once"
+    );
+    assert_eq!(Arc::strong_count(schedules), 1, "the task was freed");
+}
+
 #[test]
 fn a_waker_woken_by_value_keeps_the_task_alive_while_it_is_scheduled() {
     let parked = Arc::new(Mutex::new(None));
@@ -375,13 +388,7 @@ fn a_waker_woken_by_value_keeps_the_task_alive_while_it_is_scheduled() {
     // The waker holds the task's only reference; its entry runs the task
     // to completion inside `schedule`.
     waker.wake();
-    assert_eq!(schedules.load(Ordering::SeqCst), 1);
-    assert_eq!(
-        drops.load(Ordering::SeqCst),
-        1,
-        "the future is dropped once"
-    );
-    assert_eq!(Arc::strong_count(&schedules), 1, "the task was freed");
+    assert_scheduled_once_and_freed(&schedules, &drops);
 }
 
 #[test]
@@ -390,11 +397,5 @@ fn a_task_requeued_by_its_own_poll_stays_alive_while_it_is_scheduled() {
     // requeues it; the requeued entry completes it inside `schedule`.
     let (task, schedules, drops) = run_at_once_task(Waker::wake);
     task.run();
-    assert_eq!(schedules.load(Ordering::SeqCst), 1);
-    assert_eq!(
-        drops.load(Ordering::SeqCst),
-        1,
-        "the future is dropped once"
-    );
-    assert_eq!(Arc::strong_count(&schedules), 1, "the task was freed");
+    assert_scheduled_once_and_freed(&schedules, &drops);
 }
