@@ -520,6 +520,34 @@ mod tests {
     }
 
     #[test]
+    fn cached_frames_never_share_a_cache_line() {
+        // Small futures of several sizes, as a recursion's frames: each
+        // starts a line of its own and no other frame reaches into it.
+        let small: Vec<_> = (0..64u64).map(|i| boxed(async move { i })).collect();
+        let medium: Vec<_> = (0..64u64)
+            .map(|i| {
+                let words = [i; 9];
+                boxed(async move { words.iter().sum::<u64>() })
+            })
+            .collect();
+        let mut lines = std::collections::HashSet::new();
+        for frame in small
+            .iter()
+            .map(|f| f.frame)
+            .chain(medium.iter().map(|f| f.frame))
+        {
+            let address = frame.expect("a live frame").as_ptr() as usize;
+            assert_eq!(address % 64, 0, "frame {address:#x} is not line-aligned");
+            assert!(
+                lines.insert(address / 64),
+                "two frames share line {address:#x}"
+            );
+        }
+        assert_eq!(small.into_iter().map(poll_ready).sum::<u64>(), 2016);
+        assert_eq!(medium.into_iter().map(poll_ready).sum::<u64>(), 9 * 2016);
+    }
+
+    #[test]
     fn frames_freed_on_another_thread() {
         let frames: Vec<_> = (0..100u64).map(|i| boxed(async move { i * 2 })).collect();
         let sum = std::thread::spawn(move || frames.into_iter().map(poll_ready).sum::<u64>())
