@@ -2,6 +2,7 @@
 //! and every runtime against the serial elision (quick inputs).
 
 use super::*;
+use crate::forkjoin::asyncfork::{AsyncFork, AsyncSerial, Fork, ForkBoxPin};
 use crate::forkjoin::runtime::{Bwos, Chili, Rayon, Serial};
 
 fn serial<K: Kernel>(kernel: &K) -> u64 {
@@ -241,6 +242,28 @@ fn every_runtime_agrees_with_the_serial_elision() {
                 kernel.run::<Chili>(&mut kernel.scratch(), ctx)
             });
             assert_eq!(got, expected, "chili, {label}, {threads} threads");
+            check_async::<K, Fork>(kernel, expected, &label, threads);
+            check_async::<K, ForkBoxPin>(kernel, expected, &label, threads);
+            check_async::<K, AsyncSerial>(kernel, expected, &label, threads);
+        }
+    }
+    /// The kernel's async form on `A`, where it has one.
+    fn check_async<K: Kernel, A: AsyncFork>(
+        kernel: &K,
+        expected: u64,
+        label: &str,
+        threads: usize,
+    ) {
+        let pool = A::build(threads);
+        let got = A::block_on(&pool, async {
+            let mut scratch = kernel.scratch();
+            match kernel.run_async::<A>(&mut scratch) {
+                Some(future) => Some(future.await),
+                None => None,
+            }
+        });
+        if let Some(got) = got {
+            assert_eq!(got, expected, "{}, {label}, {threads} threads", A::NAME);
         }
     }
     bwos_testkit::watchdog("every_runtime_agrees_with_the_serial_elision", || {
