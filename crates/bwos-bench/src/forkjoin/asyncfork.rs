@@ -5,7 +5,9 @@
 //! trivial executor (`async-serial`: what boxing alone costs).
 //!
 //! An async kernel is a function generic over `A: AsyncFork` that boxes
-//! its recursive calls with `A::boxed` and forks with `A::join(fa, fb)`;
+//! its recursive calls with `A::boxed_with(|| async move { .. })` (for
+//! `fork`, `bwos::fork::boxed_with`: the documented way) and forks with
+//! `A::join(fa, fb)`;
 //! the algorithms and cut-offs are the synchronous kernels'.
 
 use std::future::Future;
@@ -30,11 +32,23 @@ pub trait AsyncFork: 'static {
     /// Runs `future` on `pool` and returns its output.
     fn block_on<T: Send>(pool: &Self::Pool, future: impl Future<Output = T> + Send) -> T;
 
-    /// Boxes a recursive call.
+    /// Boxes the future `make` builds: a recursive call (`bwos::fork`
+    /// builds it in its frame, see `bwos::fork::boxed_with`).
+    fn boxed_with<'a, F, C>(make: C) -> Self::Boxed<'a, F::Output>
+    where
+        C: FnOnce() -> F,
+        F: Future + Send + 'a,
+        F::Output: 'a;
+
+    /// Boxes a future already built.
+    #[inline]
     fn boxed<'a, F>(future: F) -> Self::Boxed<'a, F::Output>
     where
         F: Future + Send + 'a,
-        F::Output: 'a;
+        F::Output: 'a,
+    {
+        Self::boxed_with(move || future)
+    }
 
     /// Runs `fa` and `fb`, potentially in parallel; both outputs.
     fn join<FA, FB>(fa: FA, fb: FB) -> impl Future<Output = (FA::Output, FB::Output)> + Send
@@ -58,27 +72,29 @@ pub trait BoxStrategy: 'static {
     /// The name of `bwos::fork` with this strategy, as in the tables.
     const FORK_NAME: &'static str;
 
-    /// Boxes a recursive call.
-    fn boxed<'a, F>(future: F) -> Self::Boxed<'a, F::Output>
+    /// Boxes the future `make` builds.
+    fn boxed_with<'a, F, C>(make: C) -> Self::Boxed<'a, F::Output>
     where
+        C: FnOnce() -> F,
         F: Future + Send + 'a,
         F::Output: 'a;
 }
 
-/// `bwos::fork::boxed`: frames from the worker's frame cache.
+/// `bwos::fork::boxed_with`: frames from the worker's frame cache.
 pub struct FrameCache;
 
 impl BoxStrategy for FrameCache {
     type Boxed<'a, T: 'a> = bwos::fork::Boxed<'a, T>;
     const FORK_NAME: &'static str = "fork";
 
-    #[inline]
-    fn boxed<'a, F>(future: F) -> bwos::fork::Boxed<'a, F::Output>
+    #[inline(always)]
+    fn boxed_with<'a, F, C>(make: C) -> Self::Boxed<'a, F::Output>
     where
+        C: FnOnce() -> F,
         F: Future + Send + 'a,
         F::Output: 'a,
     {
-        bwos::fork::boxed(future)
+        bwos::fork::boxed_with(make)
     }
 }
 
@@ -92,20 +108,21 @@ impl BoxStrategy for PinBoxes {
     type Boxed<'a, T: 'a> = PinBox<'a, T>;
     const FORK_NAME: &'static str = "fork-box-pin";
 
-    #[inline]
-    fn boxed<'a, F>(future: F) -> PinBox<'a, F::Output>
+    #[inline(always)]
+    fn boxed_with<'a, F, C>(make: C) -> PinBox<'a, F::Output>
     where
+        C: FnOnce() -> F,
         F: Future + Send + 'a,
         F::Output: 'a,
     {
-        Box::pin(future)
+        Box::pin(make())
     }
 }
 
 /// `bwos::fork::join` in `ThreadPool::block_on`, boxing with `S`.
 pub struct BwosFork<S>(PhantomData<S>);
 
-/// `bwos::fork` with `fork::boxed` frames: the documented way.
+/// `bwos::fork` with `fork::boxed_with` frames: the documented way.
 pub type Fork = BwosFork<FrameCache>;
 
 /// `bwos::fork` with `Box::pin` frames.
@@ -116,6 +133,16 @@ impl<S: BoxStrategy> AsyncFork for BwosFork<S> {
     type Pool = bwos::ThreadPool;
     const NAME: &'static str = S::FORK_NAME;
 
+    #[inline(always)]
+    fn boxed_with<'a, F, C>(make: C) -> Self::Boxed<'a, F::Output>
+    where
+        C: FnOnce() -> F,
+        F: Future + Send + 'a,
+        F::Output: 'a,
+    {
+        S::boxed_with(make)
+    }
+
     fn build(threads: usize) -> bwos::ThreadPool {
         bwos::ThreadPoolBuilder::new()
             .num_threads(threads)
@@ -125,15 +152,6 @@ impl<S: BoxStrategy> AsyncFork for BwosFork<S> {
 
     fn block_on<T: Send>(pool: &bwos::ThreadPool, future: impl Future<Output = T> + Send) -> T {
         pool.block_on(future)
-    }
-
-    #[inline]
-    fn boxed<'a, F>(future: F) -> S::Boxed<'a, F::Output>
-    where
-        F: Future + Send + 'a,
-        F::Output: 'a,
-    {
-        S::boxed(future)
     }
 
     #[inline]
@@ -168,13 +186,14 @@ impl AsyncFork for AsyncSerial {
         trivial_block_on(future)
     }
 
-    #[inline]
-    fn boxed<'a, F>(future: F) -> PinBox<'a, F::Output>
+    #[inline(always)]
+    fn boxed_with<'a, F, C>(make: C) -> PinBox<'a, F::Output>
     where
+        C: FnOnce() -> F,
         F: Future + Send + 'a,
         F::Output: 'a,
     {
-        PinBoxes::boxed(future)
+        PinBoxes::boxed_with(make)
     }
 
     #[inline]

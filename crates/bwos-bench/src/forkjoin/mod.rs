@@ -97,7 +97,7 @@ pub enum Runtime {
     Bwos,
     Rayon,
     Chili,
-    /// `bwos::fork` (async fork/join) with `fork::boxed` frames, on the
+    /// `bwos::fork` (async fork/join) with `fork::boxed_with` frames, on the
     /// kernels' async forms.
     Fork,
     /// `bwos::fork` with `Box::pin` frames.

@@ -360,7 +360,7 @@ fn fork_tables(index: &Index<'_>, out: &mut String) {
     let _ = writeln!(
         out,
         "\n## Async fork/join: bwos::fork on the kernels' async forms\n\n\
-         fork: `fork::join` with `fork::boxed` frames (the documented way); fork-box-pin: the same \
+         fork: `fork::join` with `fork::boxed_with` frames (the documented way); fork-box-pin: the same \
          with `Box::pin`; async-serial: the `Box::pin` code run serially by a trivial executor. \
          Time per run (speedup over the serial elision); \"fork faster than X\": X's time / \
          fork's, pair by pair, median [min-max].\n"

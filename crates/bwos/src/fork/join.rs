@@ -32,10 +32,10 @@ use crate::worker::WorkerThread;
 /// ```
 /// use bwos::fork::{self, Boxed};
 ///
-/// // Recursive: the calls are boxed (`fork::boxed`, a frame from the
+/// // Recursive: the calls are boxed (`fork::boxed_with`, a frame from the
 /// // worker's cache), and the function returns the box.
 /// fn sum(values: &[u64]) -> Boxed<'_, u64> {
-///     fork::boxed(async move {
+///     fork::boxed_with(move || async move {
 ///         if values.len() <= 1024 {
 ///             return values.iter().sum();
 ///         }

@@ -1,15 +1,15 @@
 //! Async fork/join after Nowa (Schmaus et al., IPDPS 2021): [`join`],
 //! [`scope`] and [`spawn`] on futures, with frames from a per-worker cache
-//! ([`boxed`]).
+//! ([`boxed_with`], [`boxed`]).
 //!
 //! ```
 //! use bwos::fork::{self, Boxed};
 //!
 //! // The documented way to write recursive fork/join code: box the
-//! // recursive calls with `fork::boxed` (a frame from the worker's cache,
-//! // not the global allocator).
+//! // recursive calls with `fork::boxed_with` (a frame from the worker's
+//! // cache, not the global allocator, with the future built in it).
 //! fn fib(n: u64) -> Boxed<'static, u64> {
-//!     fork::boxed(async move {
+//!     fork::boxed_with(move || async move {
 //!         if n < 2 {
 //!             return n;
 //!         }
@@ -90,9 +90,14 @@
 //!
 //! # Frames and recursion
 //! A recursive `async fn` must box its recursive calls. `Box::pin` pays
-//! the global allocator on each; [`boxed`] takes a frame from the calling
-//! thread's frame cache (see [`Boxed`] for how much memory it keeps), which
-//! is the way to write recursive fork/join code. Forks nest polls on the
+//! the global allocator on each; [`boxed_with`]`(|| async move { .. })`
+//! takes a frame from the calling thread's frame cache (see [`Boxed`] for
+//! how much memory it keeps) and builds the future in it, which is the way
+//! to write recursive fork/join code. [`boxed`] does the same for a future
+//! already built, which it moves into the frame; that copy can stall the
+//! CPU (see [`boxed_with`]), so prefer `boxed_with` on hot paths. Box only
+//! what the recursion needs: a helper `async fn` that the recursive one
+//! awaits needs no box of its own. Forks nest polls on the
 //! native stack like any future combinator; when the stack runs low (one
 //! comparison per fork on a worker, `stacker`'s own check outside pools)
 //! a fork continues on a fresh 4 MiB stack segment (the `stacker` crate),
@@ -112,7 +117,7 @@ mod join;
 mod scope;
 mod scoped;
 
-pub use frame::{Boxed, boxed};
+pub use frame::{Boxed, boxed, boxed_with};
 pub use join::{Join, join};
 pub use scope::{Scope, ScopeFuture, scope};
 pub use scoped::{Region, ScopedJoin, block_on};

@@ -16,7 +16,7 @@
 //! use bwos::fork::{self, Boxed, Region};
 //!
 //! fn sum<'s, 'env>(region: Region<'s, 'env>, values: &'s [u64]) -> Boxed<'s, u64> {
-//!     fork::boxed(async move {
+//!     fork::boxed_with(move || async move {
 //!         if values.len() <= 1024 {
 //!             return values.iter().sum();
 //!         }
@@ -60,7 +60,8 @@ const WITHDRAWN: u8 = 3;
 /// child of the region is being polled any more (a worker runs other pool
 /// work meanwhile, as in [`crate::block_on`]).
 ///
-/// `root` must return a [`Boxed`] future (from [`fork::boxed`](super::boxed)):
+/// `root` must return a [`Boxed`] future (from [`fork::boxed_with`](super::boxed_with)
+/// or [`fork::boxed`](super::boxed)):
 /// its lifetime `'s` is the region's, chosen by `block_on`, which is what
 /// keeps the region's children from borrowing anything shorter-lived.
 ///

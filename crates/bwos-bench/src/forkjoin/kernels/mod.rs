@@ -39,7 +39,7 @@ pub trait Kernel: Sync {
     fn run<R: ForkJoin>(&self, scratch: &mut Self::Scratch, ctx: &mut R::Ctx<'_>) -> u64;
 
     /// The kernel in async form on `A` (the same algorithm and cut-offs,
-    /// recursive calls boxed with `A::boxed`), or `None` where the suite
+    /// recursive calls boxed with `A::boxed_with`), or `None` where the suite
     /// has no async form of it. The future returns the digest `run` does.
     fn run_async<'a, A: AsyncFork>(
         &'a self,

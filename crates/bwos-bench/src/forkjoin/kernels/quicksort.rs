@@ -40,7 +40,7 @@ impl Kernel for Quicksort {
         &'a self,
         values: &'a mut Vec<u64>,
     ) -> Option<A::Boxed<'a, u64>> {
-        Some(A::boxed(async move {
+        Some(A::boxed_with(move || async move {
             quicksort_async::<A>(values).await;
             digest_u64(values)
         }))
@@ -48,7 +48,7 @@ impl Kernel for Quicksort {
 }
 
 fn quicksort_async<A: AsyncFork>(values: &mut [u64]) -> A::Boxed<'_, ()> {
-    A::boxed(async move {
+    A::boxed_with(move || async move {
         if values.len() <= CUT_OFF {
             insertion_sort(values);
             return;

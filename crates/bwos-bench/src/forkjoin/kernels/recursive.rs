@@ -38,7 +38,7 @@ pub fn fib<R: ForkJoin>(n: u64, ctx: &mut R::Ctx<'_>) -> u64 {
 
 /// [`fib`] in async form.
 pub fn fib_async<'a, A: AsyncFork>(n: u64) -> A::Boxed<'a, u64> {
-    A::boxed(async move {
+    A::boxed_with(move || async move {
         if n < 2 {
             return n;
         }
@@ -119,7 +119,7 @@ fn branches<R: ForkJoin>(all: u32, free: u32, board: [u32; 3], ctx: &mut R::Ctx<
 /// [`place`] in async form. Not boxed: the recursion goes through
 /// [`branches_async`], whose box is the one the cycle needs, so a placement
 /// costs no frame of its own (as `place` costs no join).
-async fn place_async<'a, A: AsyncFork>(all: u32, columns: u32, left: u32, right: u32) -> u64 {
+async fn place_async<A: AsyncFork>(all: u32, columns: u32, left: u32, right: u32) -> u64 {
     if columns == all {
         return 1;
     }
@@ -128,7 +128,7 @@ async fn place_async<'a, A: AsyncFork>(all: u32, columns: u32, left: u32, right:
 }
 
 fn branches_async<'a, A: AsyncFork>(all: u32, free: u32, board: [u32; 3]) -> A::Boxed<'a, u64> {
-    A::boxed(async move {
+    A::boxed_with(move || async move {
         let [columns, left, right] = board;
         match free.count_ones() {
             0 => 0,
@@ -201,7 +201,7 @@ impl Kernel for Integrate {
     fn run_async<'a, A: AsyncFork>(&'a self, _: &'a mut ()) -> Option<A::Boxed<'a, u64>> {
         let upper = std::hint::black_box(self.upper);
         let epsilon = self.epsilon;
-        Some(A::boxed(async move {
+        Some(A::boxed_with(move || async move {
             let (y0, y1) = (curve(0.0), curve(upper));
             let area = (y0 + y1) / 2.0 * upper;
             integrate_async::<A>((0.0, y0), (upper, y1), area, epsilon)
@@ -246,7 +246,7 @@ fn integrate_async<'a, A: AsyncFork>(
     area: f64,
     epsilon: f64,
 ) -> A::Boxed<'a, f64> {
-    A::boxed(async move {
+    A::boxed_with(move || async move {
         let half = (x2 - x1) / 2.0;
         let x0 = x1 + half;
         let y0 = curve(x0);
@@ -307,7 +307,7 @@ impl Kernel for Knapsack {
     }
 
     fn run_async<'a, A: AsyncFork>(&'a self, _: &'a mut ()) -> Option<A::Boxed<'a, u64>> {
-        Some(A::boxed(async move {
+        Some(A::boxed_with(move || async move {
             let best = AtomicI64::new(i64::MIN);
             let value = knapsack_async::<A>(&self.items, self.capacity, 0, &best).await;
             value as u64
@@ -354,7 +354,7 @@ fn knapsack_async<'a, A: AsyncFork>(
     value: i64,
     best: &'a AtomicI64,
 ) -> A::Boxed<'a, i64> {
-    A::boxed(async move {
+    A::boxed_with(move || async move {
         if capacity < 0 {
             return i64::MIN;
         }
@@ -413,7 +413,7 @@ fn skynet<R: ForkJoin>(number: u64, size: u64, ctx: &mut R::Ctx<'_>) -> u64 {
 }
 
 fn skynet_async<'a, A: AsyncFork>(number: u64, size: u64) -> A::Boxed<'a, u64> {
-    A::boxed(async move {
+    A::boxed_with(move || async move {
         if size <= 1 {
             return number;
         }
@@ -447,7 +447,7 @@ where
     match range.len() {
         0 => A::boxed(async { 0 }),
         1 => leaf(range.start),
-        len => A::boxed(async move {
+        len => A::boxed_with(move || async move {
             let middle = range.start + len / 2;
             let (a, b) = A::join(half(range.start..middle), half(middle..range.end)).await;
             a + b
@@ -493,7 +493,7 @@ fn sum<R: ForkJoin>(values: &[u64], leaf: usize, ctx: &mut R::Ctx<'_>) -> u64 {
 }
 
 fn sum_async<A: AsyncFork>(values: &[u64], leaf: usize) -> A::Boxed<'_, u64> {
-    A::boxed(async move {
+    A::boxed_with(move || async move {
         if values.len() <= leaf {
             return values.iter().copied().fold(0, u64::wrapping_add);
         }
@@ -536,9 +536,9 @@ impl Kernel for TreeSum {
 }
 
 fn tree_sum_async<A: AsyncFork>(tree: &[u64], index: usize) -> A::Boxed<'_, u64> {
-    A::boxed(async move {
+    A::boxed_with(move || async move {
         let child = |child: usize| {
-            A::boxed(async move {
+            A::boxed_with(move || async move {
                 if child < tree.len() {
                     tree_sum_async::<A>(tree, child).await
                 } else {

@@ -74,7 +74,7 @@ impl Uts {
     }
 
     fn count_async<A: AsyncFork>(&self, state: u64, depth: u32) -> A::Boxed<'_, u64> {
-        A::boxed(async move {
+        A::boxed_with(move || async move {
             let children = self.children(state, depth) as usize;
             let leaf =
                 move |i: usize| self.count_async::<A>(mix(state ^ (i as u64 + 1)), depth + 1);
