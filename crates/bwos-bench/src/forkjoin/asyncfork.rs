@@ -4,11 +4,15 @@
 //! (`fork-box-pin`), and the same `Box::pin` code run serially by a
 //! trivial executor (`async-serial`: what boxing alone costs).
 //!
-//! An async kernel is a function generic over `A: AsyncFork` that boxes
-//! its recursive calls with `A::boxed_with(|| async move { .. })` (for
-//! `fork`, `bwos::fork::boxed_with`: the documented way) and forks with
-//! `A::join(fa, fb)`;
-//! the algorithms and cut-offs are the synchronous kernels'.
+//! An async kernel is a function generic over `A: AsyncFork` that returns
+//! its cheap base cases with `A::ready(value)`, boxes its recursive calls
+//! with `A::boxed_with(|| async move { .. })` (for `fork`,
+//! `bwos::fork::ready` and `bwos::fork::boxed_with`: the documented way)
+//! and forks with `A::join(fa, fb)`; the algorithms and cut-offs are the
+//! synchronous kernels'. A base case with real work (a leaf's sum, an
+//! insertion sort) stays inside the box: taken before it, the work would
+//! run in the parent when it builds the join's children, not in a child
+//! that a thief can take.
 
 use std::future::Future;
 use std::marker::PhantomData;
@@ -40,15 +44,9 @@ pub trait AsyncFork: 'static {
         F: Future + Send + 'a,
         F::Output: 'a;
 
-    /// Boxes a future already built.
-    #[inline]
-    fn boxed<'a, F>(future: F) -> Self::Boxed<'a, F::Output>
-    where
-        F: Future + Send + 'a,
-        F::Output: 'a,
-    {
-        Self::boxed_with(move || future)
-    }
+    /// A box that is ready at once with `value`: a recursion's base case
+    /// (`bwos::fork::ready`, no frame for a word-sized value).
+    fn ready<'a, T: Send + 'a>(value: T) -> Self::Boxed<'a, T>;
 
     /// Runs `fa` and `fb`, potentially in parallel; both outputs.
     fn join<FA, FB>(fa: FA, fb: FB) -> impl Future<Output = (FA::Output, FB::Output)> + Send
@@ -78,6 +76,9 @@ pub trait BoxStrategy: 'static {
         C: FnOnce() -> F,
         F: Future + Send + 'a,
         F::Output: 'a;
+
+    /// A box that is ready at once with `value`.
+    fn ready<'a, T: Send + 'a>(value: T) -> Self::Boxed<'a, T>;
 }
 
 /// `bwos::fork::boxed_with`: frames from the worker's frame cache.
@@ -95,6 +96,11 @@ impl BoxStrategy for FrameCache {
         F::Output: 'a,
     {
         bwos::fork::boxed_with(make)
+    }
+
+    #[inline(always)]
+    fn ready<'a, T: Send + 'a>(value: T) -> Self::Boxed<'a, T> {
+        bwos::fork::ready(value)
     }
 }
 
@@ -116,6 +122,13 @@ impl BoxStrategy for PinBoxes {
         F::Output: 'a,
     {
         Box::pin(make())
+    }
+
+    /// `Box::pin(std::future::ready(value))`: what code written with
+    /// `Box::pin` pays for a base case.
+    #[inline(always)]
+    fn ready<'a, T: Send + 'a>(value: T) -> PinBox<'a, T> {
+        Box::pin(std::future::ready(value))
     }
 }
 
@@ -141,6 +154,11 @@ impl<S: BoxStrategy> AsyncFork for BwosFork<S> {
         F::Output: 'a,
     {
         S::boxed_with(make)
+    }
+
+    #[inline(always)]
+    fn ready<'a, T: Send + 'a>(value: T) -> Self::Boxed<'a, T> {
+        S::ready(value)
     }
 
     fn build(threads: usize) -> bwos::ThreadPool {
@@ -194,6 +212,11 @@ impl AsyncFork for AsyncSerial {
         F::Output: 'a,
     {
         PinBoxes::boxed_with(make)
+    }
+
+    #[inline(always)]
+    fn ready<'a, T: Send + 'a>(value: T) -> PinBox<'a, T> {
+        PinBoxes::ready(value)
     }
 
     #[inline]

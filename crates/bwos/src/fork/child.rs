@@ -134,15 +134,24 @@ impl<F: Future> DerefMut for ChildSlot<F> {
 }
 
 impl<F: Future> Drop for ChildSlot<F> {
-    // The unfinished case stays inline too: moving it to a `#[cold]`
-    // function let the join's drop inline into the parent's poll with the
-    // same instruction count, but made fib(25) on one worker 1.6x slower
-    // (1.41 -> 2.24 ms, `bwos-bench joinpath fork fib 1 300`).
+    // The unfinished case is out of line, so that a join's drop is two tag
+    // checks that inline into the parent's poll: fib(25) on one worker
+    // 1.57 -> 1.45 ms (`bwos-bench joinpath fork fib 1 300`). (Tried before
+    // `fork::ready` and the stack-pointer read, the same change measured
+    // 1.6x slower; measure again when the join's code changes.)
     #[inline(always)]
     fn drop(&mut self) {
         if !matches!(*self.0, Child::Taken) {
-            // SAFETY: dropped once, here; the slot is not used afterwards.
-            unsafe { ManuallyDrop::drop(&mut self.0) };
+            drop_unfinished(&mut self.0);
         }
     }
+}
+
+/// Drops a child that still runs or holds an outcome: a join dropped part
+/// way, or one whose outcome was never taken (a panic on the way).
+#[cold]
+#[inline(never)]
+fn drop_unfinished<F: Future>(child: &mut ManuallyDrop<Child<F>>) {
+    // SAFETY: dropped once, here; the slot is not used afterwards.
+    unsafe { ManuallyDrop::drop(child) };
 }

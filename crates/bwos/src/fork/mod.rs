@@ -1,18 +1,19 @@
 //! Async fork/join after Nowa (Schmaus et al., IPDPS 2021): [`join`],
 //! [`scope`] and [`spawn`] on futures, with frames from a per-worker cache
-//! ([`boxed_with`], [`boxed`]).
+//! ([`boxed_with`], [`boxed`], [`ready`]).
 //!
 //! ```
 //! use bwos::fork::{self, Boxed};
 //!
-//! // The documented way to write recursive fork/join code: box the
-//! // recursive calls with `fork::boxed_with` (a frame from the worker's
-//! // cache, not the global allocator, with the future built in it).
+//! // The documented way to write recursive fork/join code: return the
+//! // base case with `fork::ready` (no frame), and box the recursive calls
+//! // with `fork::boxed_with` (a frame from the worker's cache, not the
+//! // global allocator, with the future built in it).
 //! fn fib(n: u64) -> Boxed<'static, u64> {
+//!     if n < 2 {
+//!         return fork::ready(n);
+//!     }
 //!     fork::boxed_with(move || async move {
-//!         if n < 2 {
-//!             return n;
-//!         }
 //!         let (a, b) = fork::join(fib(n - 1), fib(n - 2)).await;
 //!         a + b
 //!     })
@@ -93,11 +94,17 @@
 //! the global allocator on each; [`boxed_with`]`(|| async move { .. })`
 //! takes a frame from the calling thread's frame cache (see [`Boxed`] for
 //! how much memory it keeps) and builds the future in it, which is the way
-//! to write recursive fork/join code. [`boxed`] does the same for a future
-//! already built, which it moves into the frame; that copy can stall the
-//! CPU (see [`boxed_with`]), so prefer `boxed_with` on hot paths. Box only
-//! what the recursion needs: a helper `async fn` that the recursive one
-//! awaits needs no box of its own. Forks nest polls on the
+//! to write recursive fork/join code. A base case that is known without
+//! awaiting anything (`fib(1)`, an empty range, a leaf of a search) is
+//! returned with [`ready`]`(value)` before `boxed_with`: a value of up to
+//! a word needs no frame at all, and in most recursions half the calls or
+//! more are such leaves. Keep leaves with real work (a sum over a slice,
+//! a small sort) inside the box: taken before it, that work would run in
+//! the parent as it builds the join's children, where no thief can take
+//! it. [`boxed`] boxes a future already built, which it moves into the
+//! frame; that copy can stall the CPU (see [`boxed_with`]), so prefer
+//! `boxed_with` on hot paths. Box only what the recursion needs: a helper
+//! `async fn` that the recursive one awaits needs no box of its own. Forks nest polls on the
 //! native stack like any future combinator; when the stack runs low (one
 //! comparison per fork on a worker, `stacker`'s own check outside pools)
 //! a fork continues on a fresh 4 MiB stack segment (the `stacker` crate),
@@ -117,7 +124,7 @@ mod join;
 mod scope;
 mod scoped;
 
-pub use frame::{Boxed, boxed, boxed_with};
+pub use frame::{Boxed, boxed, boxed_with, ready};
 pub use join::{Join, join};
 pub use scope::{Scope, ScopeFuture, scope};
 pub use scoped::{Region, ScopedJoin, block_on};
@@ -168,8 +175,27 @@ pub(crate) fn stack_limit_here() -> usize {
     }
 }
 
-/// An address in the caller's frame: where the stack is now.
+/// Where the stack is now: the stack pointer, read in one instruction
+/// (a local's address through `black_box` cost a stack slot, a store and
+/// four more instructions per fork).
 #[inline(always)]
+#[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), not(miri)))]
+fn stack_address() -> usize {
+    let pointer: usize;
+    // SAFETY: copies the stack pointer into a register: no memory access,
+    // no stack use, no flags changed.
+    unsafe {
+        #[cfg(target_arch = "x86_64")]
+        std::arch::asm!("mov {}, rsp", out(reg) pointer, options(nomem, nostack, preserves_flags));
+        #[cfg(target_arch = "aarch64")]
+        std::arch::asm!("mov {}, sp", out(reg) pointer, options(nomem, nostack, preserves_flags));
+    }
+    pointer
+}
+
+/// Where the stack is now: the address of a local in the caller's frame.
+#[inline(always)]
+#[cfg(not(all(any(target_arch = "x86_64", target_arch = "aarch64"), not(miri))))]
 fn stack_address() -> usize {
     let marker = 0u8;
     std::hint::black_box(&raw const marker) as usize

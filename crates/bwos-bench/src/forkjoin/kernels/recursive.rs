@@ -38,10 +38,10 @@ pub fn fib<R: ForkJoin>(n: u64, ctx: &mut R::Ctx<'_>) -> u64 {
 
 /// [`fib`] in async form.
 pub fn fib_async<'a, A: AsyncFork>(n: u64) -> A::Boxed<'a, u64> {
+    if n < 2 {
+        return A::ready(n);
+    }
     A::boxed_with(move || async move {
-        if n < 2 {
-            return n;
-        }
         let (a, b) = A::join(fib_async::<A>(n - 1), fib_async::<A>(n - 2)).await;
         a + b
     })
@@ -71,90 +71,89 @@ impl Kernel for Nqueens {
 
     fn run<R: ForkJoin>(&self, _: &mut (), ctx: &mut R::Ctx<'_>) -> u64 {
         let all = (1u32 << std::hint::black_box(self.n)) - 1;
-        place::<R>(all, 0, 0, 0, ctx)
+        branches::<R>(all, all, [0, 0, 0], ctx)
     }
 
     fn run_async<'a, A: AsyncFork>(&'a self, _: &'a mut ()) -> Option<A::Boxed<'a, u64>> {
         let all = (1u32 << std::hint::black_box(self.n)) - 1;
-        Some(A::boxed(place_async::<A>(all, 0, 0, 0)))
+        Some(branches_async::<A>(all, all, [0, 0, 0]))
     }
 }
 
-fn place<R: ForkJoin>(all: u32, columns: u32, left: u32, right: u32, ctx: &mut R::Ctx<'_>) -> u64 {
-    if columns == all {
-        return 1;
-    }
-    let free = all & !(columns | left | right);
-    branches::<R>(all, free, [columns, left, right], ctx)
+/// The queen of the next row placed in the single column `free`.
+#[inline(always)]
+fn place(all: u32, free: u32, [columns, left, right]: [u32; 3]) -> [u32; 3] {
+    [
+        columns | free,
+        ((left | free) << 1) & all,
+        (right | free) >> 1,
+    ]
 }
 
-fn branches<R: ForkJoin>(all: u32, free: u32, board: [u32; 3], ctx: &mut R::Ctx<'_>) -> u64 {
-    let [columns, left, right] = board;
-    match free.count_ones() {
-        0 => 0,
-        1 => place::<R>(
-            all,
-            columns | free,
-            ((left | free) << 1) & all,
-            (right | free) >> 1,
-            ctx,
-        ),
-        ones => {
-            // The lowest half of the free columns, and the rest.
-            let mut high = free;
-            for _ in 0..ones / 2 {
-                high &= high - 1;
-            }
-            let low = free & !high;
-            let (a, b) = R::join(
-                ctx,
-                |ctx| branches::<R>(all, low, board, ctx),
-                |ctx| branches::<R>(all, high, board, ctx),
-            );
-            a + b
+/// Where the branches `free` of the next row on `board` lead before the
+/// search must choose: a row with a single free column places its queen
+/// and goes on with the row after it (a loop: a forced move costs neither
+/// a join nor a frame, in both forms), until every queen is placed
+/// (`Err(1)`), a row has no free column (`Err(0)`) or a row has a choice:
+/// `Ok` with its free columns (at least two) and its board.
+#[inline(always)]
+fn next_choice(all: u32, mut free: u32, mut board: [u32; 3]) -> Result<(u32, [u32; 3]), u64> {
+    loop {
+        if board[0] == all {
+            return Err(1);
         }
-    }
-}
-
-/// [`place`] in async form. Not boxed: the recursion goes through
-/// [`branches_async`], whose box is the one the cycle needs, so a placement
-/// costs no frame of its own (as `place` costs no join).
-async fn place_async<A: AsyncFork>(all: u32, columns: u32, left: u32, right: u32) -> u64 {
-    if columns == all {
-        return 1;
-    }
-    let free = all & !(columns | left | right);
-    branches_async::<A>(all, free, [columns, left, right]).await
-}
-
-fn branches_async<'a, A: AsyncFork>(all: u32, free: u32, board: [u32; 3]) -> A::Boxed<'a, u64> {
-    A::boxed_with(move || async move {
-        let [columns, left, right] = board;
         match free.count_ones() {
-            0 => 0,
+            0 => return Err(0),
             1 => {
-                place_async::<A>(
-                    all,
-                    columns | free,
-                    ((left | free) << 1) & all,
-                    (right | free) >> 1,
-                )
-                .await
+                board = place(all, free, board);
+                free = all & !(board[0] | board[1] | board[2]);
             }
-            ones => {
-                let mut high = free;
-                for _ in 0..ones / 2 {
-                    high &= high - 1;
-                }
-                let low = free & !high;
-                let (a, b) = A::join(
-                    branches_async::<A>(all, low, board),
-                    branches_async::<A>(all, high, board),
-                )
-                .await;
-                a + b
-            }
+            _ => return Ok((free, board)),
         }
+    }
+}
+
+/// Splits `free` (at least two columns) into its lowest half and the rest.
+#[inline(always)]
+fn split_columns(free: u32) -> (u32, u32) {
+    let mut high = free;
+    for _ in 0..free.count_ones() / 2 {
+        high &= high - 1;
+    }
+    (free & !high, high)
+}
+
+/// Counts the solutions below the branches `free` of the next row on
+/// `board`: a choice splits its columns in halves with a join.
+fn branches<R: ForkJoin>(all: u32, free: u32, board: [u32; 3], ctx: &mut R::Ctx<'_>) -> u64 {
+    let (free, board) = match next_choice(all, free, board) {
+        Ok(choice) => choice,
+        Err(count) => return count,
+    };
+    let (low, high) = split_columns(free);
+    let (a, b) = R::join(
+        ctx,
+        |ctx| branches::<R>(all, low, board, ctx),
+        |ctx| branches::<R>(all, high, board, ctx),
+    );
+    a + b
+}
+
+/// [`branches`] in async form: one frame per call, as [`branches`] is one
+/// call per join child.
+fn branches_async<'a, A: AsyncFork>(all: u32, free: u32, board: [u32; 3]) -> A::Boxed<'a, u64> {
+    let (free, board) = match next_choice(all, free, board) {
+        Ok(choice) => choice,
+        Err(count) => return A::ready(count),
+    };
+    A::boxed_with(move || async move {
+        let (low, high) = split_columns(free);
+        let (a, b) = A::join(
+            branches_async::<A>(all, low, board),
+            branches_async::<A>(all, high, board),
+        )
+        .await;
+        a + b
     })
 }
 
@@ -354,16 +353,19 @@ fn knapsack_async<'a, A: AsyncFork>(
     value: i64,
     best: &'a AtomicI64,
 ) -> A::Boxed<'a, i64> {
+    // The base cases that depend on the arguments alone need no frame; the
+    // bound reads the best value found so far, so it is checked when the
+    // branch runs, as in `knapsack`.
+    if capacity < 0 {
+        return A::ready(i64::MIN);
+    }
+    let Some((&(weight, item_value), rest)) = items.split_first() else {
+        return A::ready(value);
+    };
+    if capacity == 0 {
+        return A::ready(value);
+    }
     A::boxed_with(move || async move {
-        if capacity < 0 {
-            return i64::MIN;
-        }
-        let Some((&(weight, item_value), rest)) = items.split_first() else {
-            return value;
-        };
-        if capacity == 0 {
-            return value;
-        }
         let bound = value as f64 + capacity as f64 * item_value as f64 / weight as f64;
         // Relaxed: a pruning hint, as in the synchronous kernel.
         if bound < best.load(Ordering::Relaxed) as f64 {
@@ -413,10 +415,10 @@ fn skynet<R: ForkJoin>(number: u64, size: u64, ctx: &mut R::Ctx<'_>) -> u64 {
 }
 
 fn skynet_async<'a, A: AsyncFork>(number: u64, size: u64) -> A::Boxed<'a, u64> {
+    if size <= 1 {
+        return A::ready(number);
+    }
     A::boxed_with(move || async move {
-        if size <= 1 {
-            return number;
-        }
         let child = size.div_ceil(10);
         let children = size.div_ceil(child) as usize;
         fan_out_async::<A, _>(0..children, &move |i| {
@@ -445,7 +447,7 @@ where
         }
     };
     match range.len() {
-        0 => A::boxed(async { 0 }),
+        0 => A::ready(0),
         1 => leaf(range.start),
         len => A::boxed_with(move || async move {
             let middle = range.start + len / 2;
@@ -538,13 +540,11 @@ impl Kernel for TreeSum {
 fn tree_sum_async<A: AsyncFork>(tree: &[u64], index: usize) -> A::Boxed<'_, u64> {
     A::boxed_with(move || async move {
         let child = |child: usize| {
-            A::boxed_with(move || async move {
-                if child < tree.len() {
-                    tree_sum_async::<A>(tree, child).await
-                } else {
-                    0
-                }
-            })
+            if child < tree.len() {
+                tree_sum_async::<A>(tree, child)
+            } else {
+                A::ready(0)
+            }
         };
         let (left, right) = A::join(child(2 * index + 1), child(2 * index + 2)).await;
         tree[index] + left + right

@@ -74,8 +74,13 @@ impl Uts {
     }
 
     fn count_async<A: AsyncFork>(&self, state: u64, depth: u32) -> A::Boxed<'_, u64> {
+        let children = self.children(state, depth) as usize;
+        // Most nodes are leaves: their count needs no frame (as `count`
+        // needs no join for them).
+        if children == 0 {
+            return A::ready(1);
+        }
         A::boxed_with(move || async move {
-            let children = self.children(state, depth) as usize;
             let leaf =
                 move |i: usize| self.count_async::<A>(mix(state ^ (i as u64 + 1)), depth + 1);
             1 + fan_out_async::<A, _>(0..children, &leaf).await
