@@ -489,8 +489,8 @@ where
 /// The documented way to write a recursion's base case: take it before
 /// [`boxed_with`], so the calls that end at once never take a frame. In
 /// `fib`, half the calls are such leaves; returning them with `ready`
-/// made `fib(30)` on one worker 1.4x faster (`bwos-bench joinpath fork
-/// fib`).
+/// took `fib(25)` on one worker from 1.78 ms to 1.45 ms (`bwos-bench
+/// joinpath fork fib 1 300`).
 ///
 /// ```
 /// use bwos::fork::{self, Boxed};
