@@ -5,6 +5,7 @@
 //! stored and factored: `A = L Lᵀ`.
 
 use super::{Kernel, SplitMix, digest_f64};
+use crate::forkjoin::asyncfork::AsyncFork;
 use crate::forkjoin::runtime::ForkJoin;
 
 /// A square quadrant of the matrix.
@@ -164,6 +165,15 @@ impl Kernel for Cholesky {
         flatten(block, &mut values);
         digest_f64(&values)
     }
+
+    fn run_async<'a, A: AsyncFork>(&'a self, block: &'a mut Block) -> Option<A::Boxed<'a, u64>> {
+        Some(A::boxed_with(move || async move {
+            cholesky_async::<A>(block, self.n, self.leaf).await;
+            let mut values = Vec::new();
+            flatten(block, &mut values);
+            digest_f64(&values)
+        }))
+    }
 }
 
 /// The values of every leaf in tree order, a NaN per zero block.
@@ -189,6 +199,24 @@ fn cholesky<R: ForkJoin>(a: &mut Block, size: usize, leaf: usize, ctx: &mut R::C
             cholesky::<R>(a11, half, leaf, ctx);
         }
     }
+}
+
+/// [`cholesky`] in async form.
+fn cholesky_async<A: AsyncFork>(a: &mut Block, size: usize, leaf: usize) -> A::Boxed<'_, ()> {
+    A::boxed_with(move || async move {
+        match a {
+            Block::Zero => panic!("a diagonal block of a positive definite matrix is not zero"),
+            Block::Leaf(data) => factor_leaf(data, leaf),
+            Block::Node(children) => {
+                let half = size / 2;
+                let [a00, _, a10, a11] = &mut **children;
+                cholesky_async::<A>(a00, half, leaf).await;
+                back_substitute_async::<A>(a10, a00, half, leaf).await;
+                multiply_subtract_async::<A>(a11, a10, a10, true, half, leaf).await;
+                cholesky_async::<A>(a11, half, leaf).await;
+            }
+        }
+    })
 }
 
 /// `x = x L⁻ᵀ`, with `L` the lower triangle of the diagonal block `l`.
@@ -219,6 +247,33 @@ fn back_substitute<R: ForkJoin>(
     }
 }
 
+/// [`back_substitute`] in async form.
+fn back_substitute_async<'a, A: AsyncFork>(
+    x: &'a mut Block,
+    l: &'a Block,
+    size: usize,
+    leaf: usize,
+) -> A::Boxed<'a, ()> {
+    A::boxed_with(move || async move {
+        match (x, l) {
+            (Block::Zero, _) => {}
+            (Block::Leaf(x), Block::Leaf(l)) => back_substitute_leaf(x, l, leaf),
+            (Block::Node(x), Block::Node(l)) => {
+                let half = size / 2;
+                let [x00, x01, x10, x11] = &mut **x;
+                let [l00, _, l10, l11] = &**l;
+                let row = |left: &'a mut Block, right: &'a mut Block| async move {
+                    back_substitute_async::<A>(left, l00, half, leaf).await;
+                    multiply_subtract_async::<A>(right, left, l10, false, half, leaf).await;
+                    back_substitute_async::<A>(right, l11, half, leaf).await;
+                };
+                A::join(row(x00, x01), row(x10, x11)).await;
+            }
+            _ => panic!("the diagonal block of a positive definite matrix is not zero"),
+        }
+    })
+}
+
 /// `c -= a bᵀ`; with `lower`, `c` is a diagonal block and only its lower
 /// triangle is computed. A zero `c` that receives a product is created
 /// (fill-in).
@@ -235,16 +290,7 @@ fn multiply_subtract<R: ForkJoin>(
         return;
     }
     if matches!(c, Block::Zero) {
-        *c = if size == leaf {
-            Block::Leaf(vec![0.0; leaf * leaf].into_boxed_slice())
-        } else {
-            Block::Node(Box::new([
-                Block::Zero,
-                Block::Zero,
-                Block::Zero,
-                Block::Zero,
-            ]))
-        };
+        *c = fill_in(size, leaf);
     }
     match (c, a, b) {
         (Block::Leaf(c), Block::Leaf(a), Block::Leaf(b)) => {
@@ -282,6 +328,73 @@ fn multiply_subtract<R: ForkJoin>(
             );
         }
         _ => unreachable!("blocks of the same size have the same kind"),
+    }
+}
+
+/// [`multiply_subtract`] in async form.
+fn multiply_subtract_async<'a, A: AsyncFork>(
+    c: &'a mut Block,
+    a: &'a Block,
+    b: &'a Block,
+    lower: bool,
+    size: usize,
+    leaf: usize,
+) -> A::Boxed<'a, ()> {
+    A::boxed_with(move || async move {
+        if matches!(a, Block::Zero) || matches!(b, Block::Zero) {
+            return;
+        }
+        if matches!(c, Block::Zero) {
+            *c = fill_in(size, leaf);
+        }
+        match (c, a, b) {
+            (Block::Leaf(c), Block::Leaf(a), Block::Leaf(b)) => {
+                multiply_subtract_leaf(c, a, b, lower, leaf)
+            }
+            (Block::Node(c), Block::Node(a), Block::Node(b)) => {
+                let half = size / 2;
+                let [c00, c01, c10, c11] = &mut **c;
+                let quadrant = |c: &'a mut Block, i: usize, j: usize, lower: bool| async move {
+                    multiply_subtract_async::<A>(c, &a[2 * i], &b[2 * j], lower, half, leaf).await;
+                    multiply_subtract_async::<A>(
+                        c,
+                        &a[2 * i + 1],
+                        &b[2 * j + 1],
+                        lower,
+                        half,
+                        leaf,
+                    )
+                    .await;
+                };
+                A::join(
+                    A::join(quadrant(c00, 0, 0, lower), quadrant(c10, 1, 0, false)),
+                    A::join(
+                        async {
+                            if !lower {
+                                quadrant(c01, 0, 1, false).await;
+                            }
+                        },
+                        quadrant(c11, 1, 1, lower),
+                    ),
+                )
+                .await;
+            }
+            _ => unreachable!("blocks of the same size have the same kind"),
+        }
+    })
+}
+
+/// A zero block of `size` about to receive a product (fill-in).
+fn fill_in(size: usize, leaf: usize) -> Block {
+    if size == leaf {
+        Block::Leaf(vec![0.0; leaf * leaf].into_boxed_slice())
+    } else {
+        Block::Node(Box::new([
+            Block::Zero,
+            Block::Zero,
+            Block::Zero,
+            Block::Zero,
+        ]))
     }
 }
 

@@ -6,6 +6,7 @@
 use std::f64::consts::PI;
 
 use super::{Kernel, SplitMix, digest_f64_iter};
+use crate::forkjoin::asyncfork::AsyncFork;
 use crate::forkjoin::runtime::ForkJoin;
 
 /// A complex number.
@@ -120,6 +121,16 @@ impl Kernel for Fft {
         fft::<R>(&self.input, 1, out, &self.twiddles, ctx);
         digest_f64_iter(out.iter().flat_map(|c| [c.re, c.im]))
     }
+
+    fn run_async<'a, A: AsyncFork>(
+        &'a self,
+        out: &'a mut Vec<Complex>,
+    ) -> Option<A::Boxed<'a, u64>> {
+        Some(A::boxed_with(move || async move {
+            fft_async::<A>(&self.input, 1, out, &self.twiddles).await;
+            digest_f64_iter(out.iter().flat_map(|c| [c.re, c.im]))
+        }))
+    }
 }
 
 /// Transforms the points `input[0], input[stride], ...` into `out`.
@@ -143,6 +154,29 @@ fn fft<R: ForkJoin>(
         |ctx| fft::<R>(&input[stride..], 2 * stride, odd, twiddles, ctx),
     );
     butterflies::<R>(even, odd, 0, stride, twiddles, ctx);
+}
+
+/// [`fft`] in async form.
+fn fft_async<'a, A: AsyncFork>(
+    input: &'a [Complex],
+    stride: usize,
+    out: &'a mut [Complex],
+    twiddles: &'a [Complex],
+) -> A::Boxed<'a, ()> {
+    A::boxed_with(move || async move {
+        let n = out.len();
+        if n <= SERIAL_CUT_OFF {
+            fft_serial(input, stride, out, twiddles);
+            return;
+        }
+        let (even, odd) = out.split_at_mut(n / 2);
+        A::join(
+            fft_async::<A>(input, 2 * stride, even, twiddles),
+            fft_async::<A>(&input[stride..], 2 * stride, odd, twiddles),
+        )
+        .await;
+        butterflies_async::<A>(even, odd, 0, stride, twiddles).await;
+    })
 }
 
 #[inline(never)]
@@ -179,6 +213,30 @@ fn butterflies<R: ForkJoin>(
         |ctx| butterflies::<R>(even_low, odd_low, first, stride, twiddles, ctx),
         |ctx| butterflies::<R>(even_high, odd_high, first + n / 2, stride, twiddles, ctx),
     );
+}
+
+/// [`butterflies`] in async form.
+fn butterflies_async<'a, A: AsyncFork>(
+    even: &'a mut [Complex],
+    odd: &'a mut [Complex],
+    first: usize,
+    stride: usize,
+    twiddles: &'a [Complex],
+) -> A::Boxed<'a, ()> {
+    A::boxed_with(move || async move {
+        let n = even.len();
+        if n <= BUTTERFLY_LEAF {
+            combine(even, odd, first, stride, twiddles);
+            return;
+        }
+        let (even_low, even_high) = even.split_at_mut(n / 2);
+        let (odd_low, odd_high) = odd.split_at_mut(n / 2);
+        A::join(
+            butterflies_async::<A>(even_low, odd_low, first, stride, twiddles),
+            butterflies_async::<A>(even_high, odd_high, first + n / 2, stride, twiddles),
+        )
+        .await;
+    })
 }
 
 #[inline(never)]

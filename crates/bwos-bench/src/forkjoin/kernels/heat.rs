@@ -4,6 +4,7 @@
 //! joins down to blocks of `leaf_rows`; the boundary stays fixed.
 
 use super::{Kernel, digest_f64};
+use crate::forkjoin::asyncfork::AsyncFork;
 use crate::forkjoin::runtime::ForkJoin;
 
 /// The diffusion problem.
@@ -53,6 +54,21 @@ impl Kernel for Heat {
         }
         digest_f64(current)
     }
+
+    fn run_async<'a, A: AsyncFork>(
+        &'a self,
+        grids: &'a mut Self::Scratch,
+    ) -> Option<A::Boxed<'a, u64>> {
+        Some(A::boxed_with(move || async move {
+            let (current, next) = grids;
+            for _ in 0..self.steps {
+                let interior = &mut next[self.columns..(self.rows - 1) * self.columns];
+                step_async::<A>(current, interior, 1, self).await;
+                std::mem::swap(current, next);
+            }
+            digest_f64(current)
+        }))
+    }
 }
 
 /// Computes rows `first..first + out.len() / columns` of the next grid
@@ -76,6 +92,29 @@ fn step<R: ForkJoin>(
         return;
     }
     step_leaf(grid, out, first, columns);
+}
+
+/// [`step`] in async form.
+fn step_async<'a, A: AsyncFork>(
+    grid: &'a [f64],
+    out: &'a mut [f64],
+    first: usize,
+    heat: &'a Heat,
+) -> A::Boxed<'a, ()> {
+    A::boxed_with(move || async move {
+        let columns = heat.columns;
+        let rows = out.len() / columns;
+        if rows > heat.leaf_rows {
+            let (top, bottom) = out.split_at_mut(rows / 2 * columns);
+            A::join(
+                step_async::<A>(grid, top, first, heat),
+                step_async::<A>(grid, bottom, first + rows / 2, heat),
+            )
+            .await;
+            return;
+        }
+        step_leaf(grid, out, first, columns);
+    })
 }
 
 /// The serial leaf of [`step`]; not generic and never inlined, so that
