@@ -148,28 +148,16 @@ fn measure<K: Kernel, R: ForkJoin>(kernel: &K, how: &Measure) -> Result<Measured
 /// [`measure`] for the kernel's async form on `A`: the same warm-up and
 /// timed runs, inside one `block_on`.
 fn measure_async<K: Kernel, A: AsyncFork>(kernel: &K, how: &Measure) -> Result<Measured, String> {
-    if kernel.run_async::<A>(&mut kernel.scratch()).is_none() {
-        return Err(format!(
-            "the kernel has no async form to run on {}",
-            A::NAME
-        ));
-    }
     let pool = A::build(how.threads);
     let runs = A::block_on(&pool, async {
         let mut scratch = kernel.scratch();
-        let warm_up = kernel
-            .run_async::<A>(&mut scratch)
-            .expect("checked above")
-            .await;
+        let warm_up = kernel.run_async::<A>(&mut scratch).await;
         drop(scratch);
         let mut runs = Runs::after_warm_up(warm_up);
         for _ in 0..how.iterations {
             let mut scratch = kernel.scratch();
             let start = Instant::now();
-            let digest = kernel
-                .run_async::<A>(&mut scratch)
-                .expect("checked above")
-                .await;
+            let digest = kernel.run_async::<A>(&mut scratch).await;
             runs.record(start, black_box(digest));
             drop(scratch);
         }

@@ -140,22 +140,9 @@ impl Runtime {
         }
     }
 
-    /// Whether the runtime runs the kernels' async forms.
-    pub fn is_async(self) -> bool {
-        matches!(
-            self,
-            Runtime::Fork | Runtime::ForkBoxPin | Runtime::AsyncSerial
-        )
-    }
-
     /// Whether the runtime runs on one thread only.
     pub fn is_serial(self) -> bool {
         matches!(self, Runtime::Serial | Runtime::AsyncSerial)
-    }
-
-    /// Whether `kernel` can run on this runtime.
-    pub fn runs(self, kernel: Suite) -> bool {
-        !self.is_async() || kernel.has_async_form()
     }
 }
 
@@ -315,20 +302,16 @@ pub fn run(args: &ForkJoinArgs) -> Outcome {
     } else {
         args.only.clone()
     };
-    let measurements: usize = kernels
+    let per_kernel: usize = thread_counts
         .iter()
-        .map(|&kernel| {
-            thread_counts
+        .map(|&threads| {
+            Runtime::ALL
                 .iter()
-                .map(|&threads| {
-                    Runtime::ALL
-                        .iter()
-                        .filter(|r| r.runs(kernel) && (threads == 1 || !r.is_serial()))
-                        .count()
-                })
-                .sum::<usize>()
+                .filter(|r| threads == 1 || !r.is_serial())
+                .count()
         })
         .sum();
+    let measurements = kernels.len() * per_kernel;
     let progress = ProgressBar::new(measurements as u64 * u64::from(repetitions));
     progress.set_style(
         ProgressStyle::with_template("{prefix:>10} [{bar:30}] {pos}/{len} {msg}")
@@ -369,7 +352,7 @@ pub fn run(args: &ForkJoinArgs) -> Outcome {
             for repetition in 0..repetitions {
                 let mut order: Vec<Runtime> = Runtime::ALL
                     .into_iter()
-                    .filter(|&r| r.runs(kernel) && (threads == 1 || !r.is_serial()))
+                    .filter(|&r| threads == 1 || !r.is_serial())
                     .collect();
                 if repetition % 2 == 1 {
                     order.reverse();

@@ -456,7 +456,7 @@ fn plots(samples: &[Sample], dir: &Path) -> io::Result<Vec<String>> {
     for &kernel in &index.kernels {
         let series: Vec<Series> = Runtime::PARALLEL
             .iter()
-            .chain(kernel.has_async_form().then_some(&Runtime::Fork))
+            .chain([&Runtime::Fork])
             .map(|&runtime| {
                 let points = index
                     .threads

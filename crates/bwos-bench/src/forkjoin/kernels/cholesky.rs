@@ -166,13 +166,13 @@ impl Kernel for Cholesky {
         digest_f64(&values)
     }
 
-    fn run_async<'a, A: AsyncFork>(&'a self, block: &'a mut Block) -> Option<A::Boxed<'a, u64>> {
-        Some(A::boxed_with(move || async move {
+    fn run_async<'a, A: AsyncFork>(&'a self, block: &'a mut Block) -> A::Boxed<'a, u64> {
+        A::boxed_with(move || async move {
             cholesky_async::<A>(block, self.n, self.leaf).await;
             let mut values = Vec::new();
             flatten(block, &mut values);
             digest_f64(&values)
-        }))
+        })
     }
 }
 

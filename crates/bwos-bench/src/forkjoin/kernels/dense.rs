@@ -107,8 +107,8 @@ impl Kernel for Product {
         digest_f64(c)
     }
 
-    fn run_async<'a, A: AsyncFork>(&'a self, c: &'a mut Vec<f64>) -> Option<A::Boxed<'a, u64>> {
-        Some(A::boxed_with(move || async move {
+    fn run_async<'a, A: AsyncFork>(&'a self, c: &'a mut Vec<f64>) -> A::Boxed<'a, u64> {
+        A::boxed_with(move || async move {
             let [m, k, n] = self.shape;
             let (a, b) = (MatRef::new(&self.a, m, k), MatRef::new(&self.b, k, n));
             let c_view = MatMut::new(c, m, n);
@@ -119,7 +119,7 @@ impl Kernel for Product {
                 Algorithm::LargestDimension => rectmul_async::<A>(a, b, c_view, 1.0, leaf).await,
             }
             digest_f64(c)
-        }))
+        })
     }
 }
 
@@ -525,11 +525,11 @@ impl Kernel for Lu {
         digest_f64(a)
     }
 
-    fn run_async<'a, A: AsyncFork>(&'a self, a: &'a mut Vec<f64>) -> Option<A::Boxed<'a, u64>> {
-        Some(A::boxed_with(move || async move {
+    fn run_async<'a, A: AsyncFork>(&'a self, a: &'a mut Vec<f64>) -> A::Boxed<'a, u64> {
+        A::boxed_with(move || async move {
             lu_async::<A>(MatMut::new(a, self.n, self.n), self.leaf).await;
             digest_f64(a)
-        }))
+        })
     }
 }
 

@@ -122,14 +122,11 @@ impl Kernel for Fft {
         digest_f64_iter(out.iter().flat_map(|c| [c.re, c.im]))
     }
 
-    fn run_async<'a, A: AsyncFork>(
-        &'a self,
-        out: &'a mut Vec<Complex>,
-    ) -> Option<A::Boxed<'a, u64>> {
-        Some(A::boxed_with(move || async move {
+    fn run_async<'a, A: AsyncFork>(&'a self, out: &'a mut Vec<Complex>) -> A::Boxed<'a, u64> {
+        A::boxed_with(move || async move {
             fft_async::<A>(&self.input, 1, out, &self.twiddles).await;
             digest_f64_iter(out.iter().flat_map(|c| [c.re, c.im]))
-        }))
+        })
     }
 }
 

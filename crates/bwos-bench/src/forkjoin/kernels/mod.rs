@@ -38,15 +38,10 @@ pub trait Kernel: Sync {
     /// every runtime, bit for bit).
     fn run<R: ForkJoin>(&self, scratch: &mut Self::Scratch, ctx: &mut R::Ctx<'_>) -> u64;
 
-    /// The kernel in async form on `A` (the same algorithm and cut-offs,
-    /// recursive calls boxed with `A::boxed_with`), or `None` where the suite
-    /// has no async form of it. The future returns the digest `run` does.
-    fn run_async<'a, A: AsyncFork>(
-        &'a self,
-        _scratch: &'a mut Self::Scratch,
-    ) -> Option<A::Boxed<'a, u64>> {
-        None
-    }
+    /// The kernel in async form on `A`: the same algorithm and cut-offs,
+    /// cheap base cases returned with `A::ready`, recursive calls boxed
+    /// with `A::boxed_with`. The future returns the digest `run` does.
+    fn run_async<'a, A: AsyncFork>(&'a self, scratch: &'a mut Self::Scratch) -> A::Boxed<'a, u64>;
 }
 
 /// The kernels of the suite.
@@ -130,24 +125,6 @@ impl Suite {
         Suite::UtsBin,
         Suite::Sum,
     ];
-
-    /// Whether the kernel has an async form (`Kernel::run_async`): the
-    /// recursive kernels. The dense ones (matrices, FFT, heat) fork over
-    /// views of shared matrices and are not written in async form.
-    pub fn has_async_form(self) -> bool {
-        matches!(
-            self,
-            Suite::Fib
-                | Suite::Nqueens
-                | Suite::Integrate
-                | Suite::Knapsack
-                | Suite::Quicksort
-                | Suite::Skynet
-                | Suite::UtsGeo
-                | Suite::UtsBin
-                | Suite::Sum
-        )
-    }
 
     /// The kernel's name on the command line and in tables.
     pub fn name(self) -> &'static str {

@@ -36,14 +36,11 @@ impl Kernel for Quicksort {
         digest_u64(values)
     }
 
-    fn run_async<'a, A: AsyncFork>(
-        &'a self,
-        values: &'a mut Vec<u64>,
-    ) -> Option<A::Boxed<'a, u64>> {
-        Some(A::boxed_with(move || async move {
+    fn run_async<'a, A: AsyncFork>(&'a self, values: &'a mut Vec<u64>) -> A::Boxed<'a, u64> {
+        A::boxed_with(move || async move {
             quicksort_async::<A>(values).await;
             digest_u64(values)
-        }))
+        })
     }
 }
 

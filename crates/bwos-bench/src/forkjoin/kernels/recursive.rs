@@ -22,8 +22,8 @@ impl Kernel for Fib {
         fib::<R>(std::hint::black_box(self.n), ctx)
     }
 
-    fn run_async<'a, A: AsyncFork>(&'a self, _: &'a mut ()) -> Option<A::Boxed<'a, u64>> {
-        Some(fib_async::<A>(std::hint::black_box(self.n)))
+    fn run_async<'a, A: AsyncFork>(&'a self, _: &'a mut ()) -> A::Boxed<'a, u64> {
+        fib_async::<A>(std::hint::black_box(self.n))
     }
 }
 
@@ -74,9 +74,9 @@ impl Kernel for Nqueens {
         branches::<R>(all, all, [0, 0, 0], ctx)
     }
 
-    fn run_async<'a, A: AsyncFork>(&'a self, _: &'a mut ()) -> Option<A::Boxed<'a, u64>> {
+    fn run_async<'a, A: AsyncFork>(&'a self, _: &'a mut ()) -> A::Boxed<'a, u64> {
         let all = (1u32 << std::hint::black_box(self.n)) - 1;
-        Some(branches_async::<A>(all, all, [0, 0, 0]))
+        branches_async::<A>(all, all, [0, 0, 0])
     }
 }
 
@@ -197,16 +197,16 @@ impl Kernel for Integrate {
         area.to_bits()
     }
 
-    fn run_async<'a, A: AsyncFork>(&'a self, _: &'a mut ()) -> Option<A::Boxed<'a, u64>> {
+    fn run_async<'a, A: AsyncFork>(&'a self, _: &'a mut ()) -> A::Boxed<'a, u64> {
         let upper = std::hint::black_box(self.upper);
         let epsilon = self.epsilon;
-        Some(A::boxed_with(move || async move {
+        A::boxed_with(move || async move {
             let (y0, y1) = (curve(0.0), curve(upper));
             let area = (y0 + y1) / 2.0 * upper;
             integrate_async::<A>((0.0, y0), (upper, y1), area, epsilon)
                 .await
                 .to_bits()
-        }))
+        })
     }
 }
 
@@ -305,12 +305,12 @@ impl Kernel for Knapsack {
         value as u64
     }
 
-    fn run_async<'a, A: AsyncFork>(&'a self, _: &'a mut ()) -> Option<A::Boxed<'a, u64>> {
-        Some(A::boxed_with(move || async move {
+    fn run_async<'a, A: AsyncFork>(&'a self, _: &'a mut ()) -> A::Boxed<'a, u64> {
+        A::boxed_with(move || async move {
             let best = AtomicI64::new(i64::MIN);
             let value = knapsack_async::<A>(&self.items, self.capacity, 0, &best).await;
             value as u64
-        }))
+        })
     }
 }
 
@@ -397,8 +397,8 @@ impl Kernel for Skynet {
         skynet::<R>(0, std::hint::black_box(self.leaves), ctx)
     }
 
-    fn run_async<'a, A: AsyncFork>(&'a self, _: &'a mut ()) -> Option<A::Boxed<'a, u64>> {
-        Some(skynet_async::<A>(0, std::hint::black_box(self.leaves)))
+    fn run_async<'a, A: AsyncFork>(&'a self, _: &'a mut ()) -> A::Boxed<'a, u64> {
+        skynet_async::<A>(0, std::hint::black_box(self.leaves))
     }
 }
 
@@ -473,11 +473,8 @@ impl Kernel for Sum {
         sum::<R>(std::hint::black_box(&self.values), self.leaf, ctx)
     }
 
-    fn run_async<'a, A: AsyncFork>(&'a self, _: &'a mut ()) -> Option<A::Boxed<'a, u64>> {
-        Some(sum_async::<A>(
-            std::hint::black_box(&self.values),
-            self.leaf,
-        ))
+    fn run_async<'a, A: AsyncFork>(&'a self, _: &'a mut ()) -> A::Boxed<'a, u64> {
+        sum_async::<A>(std::hint::black_box(&self.values), self.leaf)
     }
 }
 
@@ -532,8 +529,8 @@ impl Kernel for TreeSum {
         tree_sum::<R>(std::hint::black_box(&self.values), 0, ctx)
     }
 
-    fn run_async<'a, A: AsyncFork>(&'a self, _: &'a mut ()) -> Option<A::Boxed<'a, u64>> {
-        Some(tree_sum_async::<A>(std::hint::black_box(&self.values), 0))
+    fn run_async<'a, A: AsyncFork>(&'a self, _: &'a mut ()) -> A::Boxed<'a, u64> {
+        tree_sum_async::<A>(std::hint::black_box(&self.values), 0)
     }
 }
 
