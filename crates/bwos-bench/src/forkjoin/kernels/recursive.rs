@@ -210,6 +210,31 @@ impl Kernel for Integrate {
     }
 }
 
+/// One step of the adaptive quadrature of [`curve`] on `[x1, x2]`, whose
+/// trapezoid estimate is `area`: `Ok` with the two halves' sum if it agrees
+/// with `area` within `epsilon`, else `Err` with the midpoint `(x0, y0)`
+/// and the halves' estimates `(left, right)` to refine. Shared by both
+/// forms; inlined, so the values stay in registers.
+#[inline(always)]
+fn refine(
+    (x1, y1): (f64, f64),
+    (x2, y2): (f64, f64),
+    area: f64,
+    epsilon: f64,
+) -> Result<f64, (f64, f64, f64, f64)> {
+    let half = (x2 - x1) / 2.0;
+    let x0 = x1 + half;
+    let y0 = curve(x0);
+    let left = (y1 + y0) / 2.0 * half;
+    let right = (y0 + y2) / 2.0 * half;
+    let whole = left + right;
+    if (whole - area).abs() < epsilon {
+        Ok(whole)
+    } else {
+        Err((x0, y0, left, right))
+    }
+}
+
 // The end points are separate scalars, not an array: an array is passed
 // through memory, written by the caller as 8-byte halves and read back as
 // 16-byte vectors, and that store-forwarding stall made the serial elision
@@ -222,15 +247,10 @@ fn integrate<R: ForkJoin>(
     epsilon: f64,
     ctx: &mut R::Ctx<'_>,
 ) -> f64 {
-    let half = (x2 - x1) / 2.0;
-    let x0 = x1 + half;
-    let y0 = curve(x0);
-    let left = (y1 + y0) / 2.0 * half;
-    let right = (y0 + y2) / 2.0 * half;
-    let whole = left + right;
-    if (whole - area).abs() < epsilon {
-        return whole;
-    }
+    let (x0, y0, left, right) = match refine((x1, y1), (x2, y2), area, epsilon) {
+        Ok(whole) => return whole,
+        Err(halves) => halves,
+    };
     let (left, right) = R::join(
         ctx,
         |ctx| integrate::<R>((x1, y1), (x0, y0), left, epsilon, ctx),
@@ -247,15 +267,10 @@ fn integrate_async<'a, A: AsyncFork>(
 ) -> A::Boxed<'a, f64> {
     // The convergence test is the base case, a curve evaluation: taken
     // before the box, a converged interval (half the calls) needs no frame.
-    let half = (x2 - x1) / 2.0;
-    let x0 = x1 + half;
-    let y0 = curve(x0);
-    let left = (y1 + y0) / 2.0 * half;
-    let right = (y0 + y2) / 2.0 * half;
-    let whole = left + right;
-    if (whole - area).abs() < epsilon {
-        return A::ready(whole);
-    }
+    let (x0, y0, left, right) = match refine((x1, y1), (x2, y2), area, epsilon) {
+        Ok(whole) => return A::ready(whole),
+        Err(halves) => halves,
+    };
     A::boxed_with(move || async move {
         let (left, right) = A::join(
             integrate_async::<A>((x1, y1), (x0, y0), left, epsilon),
