@@ -160,6 +160,9 @@ pub struct Sample {
     pub seconds: f64,
     /// Peak resident memory of the child process, KiB.
     pub peak_rss_kib: Option<u64>,
+    /// The anonymous part (heap and stacks) of the peak over the timed
+    /// runs, KiB (see `child::PeakMemory`).
+    pub peak_anon_kib: Option<u64>,
     /// bwos's counters over the child's runs (warm-up included).
     pub stats: Option<bwos::PoolStats>,
     /// Timed runs in the measurement (the counters cover one more).
@@ -380,6 +383,7 @@ pub fn run(args: &ForkJoinArgs) -> Outcome {
                             repetition,
                             seconds: report.seconds,
                             peak_rss_kib: report.peak_rss_kib,
+                            peak_anon_kib: report.peak_anon_kib,
                             stats: report.stats,
                             iterations,
                         }),
