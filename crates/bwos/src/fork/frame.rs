@@ -24,29 +24,32 @@
 //!   cache lines 0.52x (`bwos-bench forkjoin-child --kernel fib --runtime
 //!   fork`), and one worker is as fast as before. Two lines (128 bytes,
 //!   the adjacent-line prefetcher's pair) measured no better.
+//! * Frames are carved, one after the other, out of [`CHUNK_BYTES`] chunks
+//!   that the thread takes from the global allocator. Asking it for each
+//!   line-aligned frame instead costs what its aligned allocation costs:
+//!   with glibc, about 200 bytes of heap per 64-byte frame and 256 per
+//!   128-byte one (measured), which on the suite's binomial UTS tree (a
+//!   deep recursion with many frames alive) made the anonymous peak of
+//!   `bwos::fork` 7.1 MiB against 4.6 MiB with `Box::pin` and 4.7 MiB for
+//!   rayon; carved from chunks, 4.4-4.6 MiB (`bwos-bench forkjoin-child
+//!   --kernel uts-bin --scale default --threads 2`).
 //! * A frame is freed by the poll in which its future finishes (or by the
-//!   drop of an unfinished one) and stays in the cache of the thread that
+//!   drop of an unfinished one) and goes to the cache of the thread that
 //!   freed it (frames migrate with stolen work; that is fine, every frame
 //!   of a class has the same layout). Freeing at the last poll, rather than
 //!   when the parent drops the finished child, returns the frame while it
 //!   is hot in the cache and saves an indirect call per future: on one
 //!   worker, `fib(32)` went from 111 ms to 64 ms with it (together with
 //!   the two-word `Boxed`).
-//! * A frame the cache cannot serve comes from the global allocator with a
-//!   64-byte alignment, which glibc's allocator pays for: measured, a
-//!   64-byte frame takes about 200 bytes of its heap and a 128-byte frame
-//!   about 256 (`memalign`'s overhead; an unaligned `malloc` of the same
-//!   size takes its size plus a word). Recursions whose live frames stay
-//!   within the cache do not notice; a deep one does: on the suite's
-//!   binomial UTS tree (`bwos-bench forkjoin`, 2 workers) the anonymous
-//!   peak is 7.1 MiB with these frames against 4.6 MiB with `Box::pin`
-//!   and 4.7 MiB for rayon. Carving frames out of larger aligned blocks
-//!   would remove that overhead; it is not done yet.
 //! * Each thread keeps at most [`MAX_CACHED_BYTES_PER_CLASS`] bytes of free
-//!   frames per size class and returns the rest to the global allocator,
-//!   so the cache holds at most 64 KiB times the number of classes in use
-//!   per thread (a recursion uses one or two). A thread's cache is freed
-//!   when the thread exits.
+//!   frames per size class. A full cache hands all its frames, as one
+//!   batch, to the process's depot, where a thread whose cache is empty
+//!   takes a batch before it carves new frames; an exiting thread hands
+//!   over its cache and the uncarved rest of its chunks. Frame memory is
+//!   kept for reuse and never returned to the global allocator: the
+//!   process holds, per size class, chunks for the most frames it ever had
+//!   at once (in use, or free in a thread's cache), and each thread's cache
+//!   holds at most 64 KiB per class.
 
 use std::alloc::{self, Layout};
 use std::cell::Cell;
@@ -55,6 +58,7 @@ use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::ptr::{self, NonNull};
+use std::sync::{Mutex, PoisonError};
 use std::task::{Context, Poll};
 
 /// Frame sizes are multiples of this, and cached frames are aligned to it:
@@ -67,6 +71,10 @@ pub const MAX_CACHED_SIZE: usize = 1024;
 
 /// Free frames a thread keeps per size class, in bytes.
 pub const MAX_CACHED_BYTES_PER_CLASS: usize = 64 * 1024;
+
+/// The size of the chunks that frames are carved from, in bytes: 16
+/// frames of the largest class, 256 of the smallest.
+pub const CHUNK_BYTES: usize = 16 * 1024;
 
 const CLASSES: usize = MAX_CACHED_SIZE / GRANULE;
 
@@ -81,18 +89,28 @@ struct FreeList {
     len: Cell<usize>,
 }
 
-/// A thread's free frames, one list per size class.
+/// A thread's free frames, one list per size class, and the chunks it
+/// carves new frames from.
 ///
 /// The thread-local has no destructor, so reaching it is a plain
 /// thread-relative load (a thread-local with a destructor checks its
 /// registration at every access). A second thread-local, [`CacheOwner`],
-/// registered by the first frame the cache keeps, frees the cached frames
-/// when the thread exits.
+/// registered by the first frame the cache keeps or carves, hands the
+/// cached frames and the rest of the chunks to the [`DEPOT`] when the
+/// thread exits.
 struct FrameCache {
     lists: [FreeList; CLASSES],
     /// Whether the cache may keep frames: one flag, so that a free checks
     /// one byte.
     status: Cell<CacheStatus>,
+    /// Per class, the part of the current chunk not carved yet.
+    uncarved: [Uncarved; CLASSES],
+}
+
+/// The part of a chunk that no frame was carved from yet.
+struct Uncarved {
+    next: Cell<*mut u8>,
+    end: Cell<*mut u8>,
 }
 
 /// Whether a thread's [`FrameCache`] keeps the frames freed on it.
@@ -117,35 +135,113 @@ impl FrameCache {
                 }
             }; CLASSES],
             status: Cell::new(CacheStatus::Unowned),
+            uncarved: [const {
+                Uncarved {
+                    next: Cell::new(ptr::null_mut()),
+                    end: Cell::new(ptr::null_mut()),
+                }
+            }; CLASSES],
         }
     }
 
-    /// Frees every cached frame.
+    /// Hands every cached frame and the uncarved rest of every chunk to
+    /// the depot.
     fn release(&self) {
         for (class, list) in self.lists.iter().enumerate() {
-            let mut frame = list.head.replace(ptr::null_mut());
-            list.len.set(0);
-            while !frame.is_null() {
-                // SAFETY: every frame on the list is a free block of this
-                // class's layout, owned by the list, whose link we read
-                // before freeing it.
-                unsafe {
-                    let next = (*frame).next;
-                    alloc::dealloc(frame.cast(), class_layout(class));
-                    frame = next;
-                }
+            let head = list.head.replace(ptr::null_mut());
+            let len = list.len.replace(0);
+            if let Some(head) = NonNull::new(head) {
+                deposit(class, Batch { head, len });
+            }
+            let uncarved = &self.uncarved[class];
+            let next = uncarved.next.replace(ptr::null_mut());
+            let end = uncarved.end.replace(ptr::null_mut());
+            if let Some(batch) = Batch::carve(next, end, class_size(class)) {
+                deposit(class, batch);
             }
         }
     }
 }
 
-/// Frees the thread's cached frames when the thread exits.
+/// Free frames of one class linked through their first word: what a full
+/// cache hands to the depot and an empty one takes from it.
+struct Batch {
+    head: NonNull<FreeFrame>,
+    len: usize,
+}
+
+// SAFETY: a batch owns its frames (free memory that no thread uses) and
+// its links; whichever thread holds the batch may use them.
+unsafe impl Send for Batch {}
+
+impl Batch {
+    /// Links the frames that fit in `next..end` (part of a chunk nobody
+    /// uses) into a batch, or `None` if not even one fits.
+    fn carve(next: *mut u8, end: *mut u8, size: usize) -> Option<Batch> {
+        if next.is_null() {
+            return None;
+        }
+        let count = (end as usize - next as usize) / size;
+        let mut head = ptr::null_mut::<FreeFrame>();
+        for index in (0..count).rev() {
+            // SAFETY: `index < count` keeps the frame inside `next..end`,
+            // free memory of a chunk, aligned to a granule (chunks are, and
+            // `size` is a multiple of it) and big enough for the link.
+            unsafe {
+                let frame = next.add(index * size).cast::<FreeFrame>();
+                frame.write(FreeFrame { next: head });
+                head = frame;
+            }
+        }
+        NonNull::new(head).map(|head| Batch { head, len: count })
+    }
+
+    /// Takes the first frame off the batch; the rest, if any, stays a
+    /// batch.
+    fn split_first(self) -> (NonNull<u8>, Option<Batch>) {
+        // SAFETY: the batch owns its frames; the first word of each is the
+        // link to the next.
+        let next = unsafe { (*self.head.as_ptr()).next };
+        let rest = NonNull::new(next).map(|head| Batch {
+            head,
+            len: self.len - 1,
+        });
+        (self.head.cast(), rest)
+    }
+}
+
+/// The process's free frames beyond the threads' caches: batches, per size
+/// class. Taken under a lock once per batch (up to 64 KiB of frames), never
+/// per frame.
+static DEPOT: [Mutex<Vec<Batch>>; CLASSES] = [const { Mutex::new(Vec::new()) }; CLASSES];
+
+/// Hands a batch of free frames of `class` to the depot.
+fn deposit(class: usize, batch: Batch) {
+    // A panic while the lock was held left the vector consistent (pushes
+    // and pops are single steps), so a poisoned lock is still good.
+    DEPOT[class]
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(batch);
+}
+
+/// Takes a batch of free frames of `class` from the depot, if it has one.
+fn withdraw(class: usize) -> Option<Batch> {
+    DEPOT[class]
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .pop()
+}
+
+/// Hands the thread's cached and uncarved frames to the depot when the
+/// thread exits.
 struct CacheOwner;
 
 impl Drop for CacheOwner {
     fn drop(&mut self) {
         // Frames freed after this (by later thread-local destructors) go
-        // straight to the global allocator.
+        // to the depot one by one, and frames allocated after it come from
+        // the depot or from a chunk whose rest goes there at once.
         CACHE.with(|cache| {
             cache.status.set(CacheStatus::Closed);
             cache.release();
@@ -158,9 +254,10 @@ thread_local! {
     static OWNER: CacheOwner = const { CacheOwner };
 }
 
-/// Whether a cache that is not [`CacheStatus::Owned`] may keep a frame:
-/// registers [`CacheOwner`] on the first one; `false` once the thread is
-/// exiting (the cache must not keep frames any more).
+/// Whether a cache that is not [`CacheStatus::Owned`] may keep frames (or
+/// the rest of a chunk): registers [`CacheOwner`] on the first one;
+/// `false` once the thread is exiting (the cache must not keep frames any
+/// more).
 #[cold]
 fn register_owner(cache: &FrameCache) -> bool {
     if cache.status.get() == CacheStatus::Closed || OWNER.try_with(|_| ()).is_err() {
@@ -170,11 +267,9 @@ fn register_owner(cache: &FrameCache) -> bool {
     true
 }
 
-/// The layout of every frame of size class `class`.
-fn class_layout(class: usize) -> Layout {
-    // Never fails: the size is a nonzero multiple of the alignment, far
-    // below `isize::MAX`.
-    Layout::from_size_align((class + 1) * GRANULE, GRANULE).expect("a frame class layout")
+/// The size of every frame of size class `class`.
+const fn class_size(class: usize) -> usize {
+    (class + 1) * GRANULE
 }
 
 /// How many free frames of class `class` a thread keeps: as many as fit in
@@ -182,7 +277,7 @@ fn class_layout(class: usize) -> Layout {
 /// is (the class of a future type is).
 #[inline]
 const fn class_capacity(class: usize) -> usize {
-    MAX_CACHED_BYTES_PER_CLASS.div_ceil((class + 1) * GRANULE)
+    MAX_CACHED_BYTES_PER_CLASS.div_ceil(class_size(class))
 }
 
 /// The size class of `layout`, or `None` when the cache does not serve it.
@@ -201,22 +296,74 @@ fn allocate(layout: Layout) -> NonNull<u8> {
     let Some(class) = class_of(layout) else {
         return allocate_global(layout);
     };
-    let cached = CACHE.with(|cache| {
+    CACHE.with(|cache| {
         let list = &cache.lists[class];
-        let frame = list.head.get();
-        if frame.is_null() {
-            return None;
-        }
+        let Some(frame) = NonNull::new(list.head.get()) else {
+            return refill(cache, class);
+        };
         // SAFETY: a non-null head is a free frame owned by this list; its
         // first word holds the link.
-        list.head.set(unsafe { (*frame).next });
+        list.head.set(unsafe { (*frame.as_ptr()).next });
         list.len.set(list.len.get() - 1);
-        NonNull::new(frame.cast::<u8>())
-    });
-    match cached {
-        Some(frame) => frame,
-        None => allocate_global(class_layout(class)),
+        frame.cast()
+    })
+}
+
+/// A frame of `class` for a thread whose list of that class is empty: a
+/// batch from the depot (its first frame, the rest into the list), else
+/// a frame carved from the thread's chunk.
+#[cold]
+#[inline(never)]
+fn refill(cache: &FrameCache, class: usize) -> NonNull<u8> {
+    let keeps = cache.status.get() == CacheStatus::Owned || register_owner(cache);
+    if let Some(batch) = withdraw(class) {
+        let (frame, rest) = batch.split_first();
+        if let Some(rest) = rest {
+            if keeps {
+                let list = &cache.lists[class];
+                list.head.set(rest.head.as_ptr());
+                list.len.set(rest.len);
+            } else {
+                deposit(class, rest);
+            }
+        }
+        return frame;
     }
+    let size = class_size(class);
+    if !keeps {
+        // An exiting thread: a chunk of its own, all but one frame to the
+        // depot.
+        let chunk = allocate_chunk();
+        // SAFETY: the chunk is `CHUNK_BYTES` long.
+        let end = unsafe { chunk.as_ptr().add(CHUNK_BYTES) };
+        let batch = Batch::carve(chunk.as_ptr(), end, size).expect("a chunk holds frames");
+        let (frame, rest) = batch.split_first();
+        if let Some(rest) = rest {
+            deposit(class, rest);
+        }
+        return frame;
+    }
+    let uncarved = &cache.uncarved[class];
+    let mut next = uncarved.next.get();
+    if next.is_null() || uncarved.end.get() as usize - (next as usize) < size {
+        // The rest of the old chunk (less than a frame) stays unused.
+        let chunk = allocate_chunk();
+        next = chunk.as_ptr();
+        // SAFETY: the chunk is `CHUNK_BYTES` long.
+        uncarved.end.set(unsafe { next.add(CHUNK_BYTES) });
+    }
+    // SAFETY: at least `size` bytes of the chunk are left after `next`.
+    uncarved.next.set(unsafe { next.add(size) });
+    // SAFETY: `next` points into a chunk, not null.
+    unsafe { NonNull::new_unchecked(next) }
+}
+
+/// A chunk of [`CHUNK_BYTES`] bytes, aligned to a granule, from the global
+/// allocator; never freed (see "Memory" in the module docs).
+fn allocate_chunk() -> NonNull<u8> {
+    const { assert!(CHUNK_BYTES >= MAX_CACHED_SIZE && CHUNK_BYTES % GRANULE == 0) };
+    let layout = Layout::from_size_align(CHUNK_BYTES, GRANULE).expect("the chunk layout");
+    allocate_global(layout)
 }
 
 /// Frees a frame that [`allocate`] returned for `layout`.
@@ -231,14 +378,12 @@ unsafe fn free(frame: NonNull<u8>, layout: Layout) {
         unsafe { alloc::dealloc(frame.as_ptr(), layout) };
         return;
     };
-    let kept = CACHE.with(|cache| {
+    let frame = frame.cast::<FreeFrame>();
+    CACHE.with(|cache| {
         let list = &cache.lists[class];
-        if list.len.get() >= class_capacity(class)
-            || (cache.status.get() != CacheStatus::Owned && !register_owner(cache))
-        {
-            return false;
+        if list.len.get() >= class_capacity(class) || cache.status.get() != CacheStatus::Owned {
+            return free_slow(cache, class, frame);
         }
-        let frame = frame.as_ptr().cast::<FreeFrame>();
         // SAFETY: the frame is ours now (the caller's contract); it is at
         // least one granule big and granule-aligned, so it holds the link.
         unsafe {
@@ -246,15 +391,44 @@ unsafe fn free(frame: NonNull<u8>, layout: Layout) {
                 next: list.head.get(),
             })
         };
-        list.head.set(frame);
+        list.head.set(frame.as_ptr());
         list.len.set(list.len.get() + 1);
-        true
-    });
-    if !kept {
-        // SAFETY: cached-class frames all have the class layout, whichever
-        // thread allocated them.
-        unsafe { alloc::dealloc(frame.as_ptr(), class_layout(class)) };
+    })
+}
+
+/// [`free`] into a full list (which goes to the depot first) or a cache
+/// that does not keep frames yet (or any more).
+#[cold]
+#[inline(never)]
+fn free_slow(cache: &FrameCache, class: usize, frame: NonNull<FreeFrame>) {
+    // SAFETY: as in `free`: the frame is ours and holds the link.
+    unsafe {
+        frame.write(FreeFrame {
+            next: ptr::null_mut(),
+        })
+    };
+    if cache.status.get() != CacheStatus::Owned && !register_owner(cache) {
+        deposit(
+            class,
+            Batch {
+                head: frame,
+                len: 1,
+            },
+        );
+        return;
     }
+    let list = &cache.lists[class];
+    if list.len.get() >= class_capacity(class) {
+        let head = list.head.replace(ptr::null_mut());
+        let len = list.len.replace(0);
+        if let Some(head) = NonNull::new(head) {
+            deposit(class, Batch { head, len });
+        }
+    }
+    // SAFETY: as above.
+    unsafe { (*frame.as_ptr()).next = list.head.get() };
+    list.head.set(frame.as_ptr());
+    list.len.set(list.len.get() + 1);
 }
 
 #[cold]
@@ -725,6 +899,80 @@ mod tests {
         let cached = CACHE.with(|cache| cache.lists[class].len.get());
         assert!(cached * (class + 1) * GRANULE <= MAX_CACHED_BYTES_PER_CLASS);
         assert!(cached > 0);
+    }
+
+    /// A ready future of `N` bytes and one more for its state: a frame of
+    /// class `N / GRANULE` for the `N` the depot tests use, which no other
+    /// test uses (the depot is the process's).
+    fn frame_of<const N: usize>() -> Boxed<'static, [u8; N]> {
+        let boxed = boxed(std::future::ready([0u8; N]));
+        assert_eq!(
+            class_of(Layout::new::<std::future::Ready<[u8; N]>>()),
+            Some(N / GRANULE)
+        );
+        boxed
+    }
+
+    fn address<T>(boxed: &Boxed<'_, T>) -> usize {
+        boxed.frame().expect("a frame").as_ptr() as usize
+    }
+
+    #[test]
+    fn a_full_cache_hands_its_frames_to_the_depot_for_reuse() {
+        const N: usize = 12 * GRANULE + 10;
+        let capacity = class_capacity(N / GRANULE);
+        // A thread of its own, whose cache of this class starts empty.
+        std::thread::spawn(move || {
+            let count = 4 * capacity;
+            let first: Vec<_> = (0..count).map(|_| frame_of::<N>()).collect();
+            let carved: std::collections::HashSet<usize> = first.iter().map(address).collect();
+            assert_eq!(carved.len(), count, "no frame is handed out twice");
+            drop(first);
+            let cached = CACHE.with(|cache| cache.lists[N / GRANULE].len.get());
+            assert!(cached <= capacity, "the cache keeps at most its capacity");
+            // Everything beyond the cache went to the depot, from where the
+            // same thread takes it back before it carves anything new.
+            let second: Vec<_> = (0..count).map(|_| frame_of::<N>()).collect();
+            let reused: std::collections::HashSet<usize> = second.iter().map(address).collect();
+            assert_eq!(reused.len(), count, "no frame is handed out twice");
+            assert_eq!(
+                reused, carved,
+                "every frame came back through the cache or the depot"
+            );
+            assert_eq!(second.into_iter().map(poll_ready).count(), count);
+        })
+        .join()
+        .expect("the thread finishes");
+    }
+
+    #[test]
+    fn an_exiting_thread_hands_its_frames_and_its_chunk_to_the_depot() {
+        const N: usize = 14 * GRANULE + 3;
+        let size = class_size(N / GRANULE);
+        let first = std::thread::spawn(|| {
+            let frames: Vec<_> = (0..10).map(|_| frame_of::<N>()).collect();
+            let addresses: Vec<usize> = frames.iter().map(address).collect();
+            drop(frames);
+            addresses
+        })
+        .join()
+        .expect("the thread finishes");
+        let chunk = *first.iter().min().expect("frames");
+        let reused = std::thread::spawn(move || {
+            // The other thread's ten cached frames and the rest of its chunk.
+            let frames: Vec<_> = (0..CHUNK_BYTES / size).map(|_| frame_of::<N>()).collect();
+            frames.iter().map(address).collect::<Vec<_>>()
+        })
+        .join()
+        .expect("the thread finishes");
+        let distinct: std::collections::HashSet<usize> = reused.iter().copied().collect();
+        assert_eq!(distinct.len(), reused.len(), "no frame is handed out twice");
+        for address in reused {
+            assert!(
+                (chunk..chunk + CHUNK_BYTES).contains(&address),
+                "frame {address:#x} is not from the exited thread's chunk at {chunk:#x}"
+            );
+        }
     }
 
     #[test]
