@@ -89,6 +89,33 @@ struct FreeList {
     len: Cell<usize>,
 }
 
+impl FreeList {
+    /// Pushes a free frame.
+    ///
+    /// # Safety
+    /// The frame is free and the caller's (the list's from now on), at
+    /// least one granule big and granule-aligned (so it holds the link).
+    #[inline(always)]
+    unsafe fn push(&self, frame: NonNull<FreeFrame>) {
+        // SAFETY: the caller's contract: the frame is ours and holds the
+        // link.
+        unsafe {
+            frame.write(FreeFrame {
+                next: self.head.get(),
+            })
+        };
+        self.head.set(frame.as_ptr());
+        self.len.set(self.len.get() + 1);
+    }
+
+    /// Empties the list into a batch (`None` if it was empty).
+    fn take_all(&self) -> Option<Batch> {
+        let head = self.head.replace(ptr::null_mut());
+        let len = self.len.replace(0);
+        NonNull::new(head).map(|head| Batch { head, len })
+    }
+}
+
 /// A thread's free frames, one list per size class, and the chunks it
 /// carves new frames from.
 ///
@@ -148,10 +175,8 @@ impl FrameCache {
     /// the depot.
     fn release(&self) {
         for (class, list) in self.lists.iter().enumerate() {
-            let head = list.head.replace(ptr::null_mut());
-            let len = list.len.replace(0);
-            if let Some(head) = NonNull::new(head) {
-                deposit(class, Batch { head, len });
+            if let Some(batch) = list.take_all() {
+                deposit(class, batch);
             }
             let uncarved = &self.uncarved[class];
             let next = uncarved.next.replace(ptr::null_mut());
@@ -384,15 +409,9 @@ unsafe fn free(frame: NonNull<u8>, layout: Layout) {
         if list.len.get() >= class_capacity(class) || cache.status.get() != CacheStatus::Owned {
             return free_slow(cache, class, frame);
         }
-        // SAFETY: the frame is ours now (the caller's contract); it is at
-        // least one granule big and granule-aligned, so it holds the link.
-        unsafe {
-            frame.write(FreeFrame {
-                next: list.head.get(),
-            })
-        };
-        list.head.set(frame.as_ptr());
-        list.len.set(list.len.get() + 1);
+        // SAFETY: the frame is ours now (the caller's contract), a cached
+        // class's frame: at least one granule big and granule-aligned.
+        unsafe { list.push(frame) };
     })
 }
 
@@ -401,13 +420,13 @@ unsafe fn free(frame: NonNull<u8>, layout: Layout) {
 #[cold]
 #[inline(never)]
 fn free_slow(cache: &FrameCache, class: usize, frame: NonNull<FreeFrame>) {
-    // SAFETY: as in `free`: the frame is ours and holds the link.
-    unsafe {
-        frame.write(FreeFrame {
-            next: ptr::null_mut(),
-        })
-    };
     if cache.status.get() != CacheStatus::Owned && !register_owner(cache) {
+        // SAFETY: as in `free`: the frame is ours and holds the link.
+        unsafe {
+            frame.write(FreeFrame {
+                next: ptr::null_mut(),
+            })
+        };
         deposit(
             class,
             Batch {
@@ -419,16 +438,12 @@ fn free_slow(cache: &FrameCache, class: usize, frame: NonNull<FreeFrame>) {
     }
     let list = &cache.lists[class];
     if list.len.get() >= class_capacity(class) {
-        let head = list.head.replace(ptr::null_mut());
-        let len = list.len.replace(0);
-        if let Some(head) = NonNull::new(head) {
-            deposit(class, Batch { head, len });
+        if let Some(batch) = list.take_all() {
+            deposit(class, batch);
         }
     }
-    // SAFETY: as above.
-    unsafe { (*frame.as_ptr()).next = list.head.get() };
-    list.head.set(frame.as_ptr());
-    list.len.set(list.len.get() + 1);
+    // SAFETY: as in `free`.
+    unsafe { list.push(frame) };
 }
 
 #[cold]
