@@ -1,8 +1,8 @@
 //! Idle workers park: a pool with nothing to do accumulates (almost) no
 //! CPU time, and parked workers wake up for new work.
 //!
-//! CPU time is read per thread from `/proc/self/task/*/stat` (Linux), in
-//! clock ticks; the bound is generous and nothing depends on wall time
+//! CPU time is read per thread from `/proc/self/task/<tid>/stat` (Linux),
+//! in clock ticks; the bound is generous and nothing depends on wall time
 //! except how long the idle window lasts.
 #![cfg(all(target_os = "linux", not(loom)))]
 
@@ -14,32 +14,24 @@ use common::fib;
 
 mod common;
 
-/// Total user + system CPU time, in clock ticks, of this process's threads
-/// whose name starts with `prefix`, and how many there are.
-fn cpu_ticks_of_threads(prefix: &str) -> (u64, usize) {
-    let mut ticks = 0;
-    let mut threads = 0;
-    for task in std::fs::read_dir("/proc/self/task").expect("Linux /proc") {
-        let path = task.expect("a task entry").path();
-        let Ok(name) = std::fs::read_to_string(path.join("comm")) else {
-            continue;
-        };
-        if !name.starts_with(prefix) {
-            continue;
-        }
-        let Ok(stat) = std::fs::read_to_string(path.join("stat")) else {
-            continue;
-        };
-        // Fields after the parenthesised name: state is field 3, utime and
-        // stime are fields 14 and 15.
-        let after_name = &stat[stat.rfind(')').expect("stat format") + 2..];
-        let fields: Vec<&str> = after_name.split_whitespace().collect();
-        let utime: u64 = fields[11].parse().expect("utime");
-        let stime: u64 = fields[12].parse().expect("stime");
-        ticks += utime + stime;
-        threads += 1;
-    }
-    (ticks, threads)
+/// Total user + system CPU time, in clock ticks, of the threads whose
+/// `/proc/self/task/<tid>` directories are `tasks` (from
+/// [`common::tasks_named`]).
+fn cpu_ticks(tasks: &[std::path::PathBuf]) -> u64 {
+    tasks
+        .iter()
+        .map(|task| {
+            let stat = std::fs::read_to_string(task.join("stat"))
+                .unwrap_or_else(|error| panic!("{}: {error}", task.display()));
+            // Fields after the parenthesised name: state is field 3, utime
+            // and stime are fields 14 and 15.
+            let after_name = &stat[stat.rfind(')').expect("stat format") + 2..];
+            let fields: Vec<&str> = after_name.split_whitespace().collect();
+            let utime: u64 = fields[11].parse().expect("utime");
+            let stime: u64 = fields[12].parse().expect("stime");
+            utime + stime
+        })
+        .sum()
 }
 
 #[test]
@@ -54,10 +46,10 @@ fn an_idle_pool_uses_no_cpu_and_wakes_for_work() {
             // Work that involves every worker, then silence.
             assert_eq!(pool.install(|| fib(27)), 196_418);
             std::thread::sleep(Duration::from_millis(100));
-            let (before, threads) = cpu_ticks_of_threads("idle-probe-");
-            assert_eq!(threads, 4);
+            let workers = common::tasks_named("idle-probe-", 4);
+            let before = cpu_ticks(&workers);
             std::thread::sleep(Duration::from_secs(1));
-            let (after, _) = cpu_ticks_of_threads("idle-probe-");
+            let after = cpu_ticks(&workers);
             // A clock tick is usually 10 ms: 4 spinning threads would add about
             // 400 ticks over 1 s (200 on 2 cores); parked ones add none. Allow 5.
             let used = after - before;
@@ -89,10 +81,10 @@ fn an_idle_pool_uses_no_cpu_under_every_idle_policy() {
             assert_eq!(pool.install(|| fib(25)), 75_025);
             // Let the workers pass the sleep threshold and fall asleep.
             std::thread::sleep(Duration::from_millis(200));
-            let (before, threads) = cpu_ticks_of_threads(&prefix);
-            assert_eq!(threads, 4);
+            let workers = common::tasks_named(&prefix, 4);
+            let before = cpu_ticks(&workers);
             std::thread::sleep(Duration::from_secs(1));
-            let (after, _) = cpu_ticks_of_threads(&prefix);
+            let after = cpu_ticks(&workers);
             let used = after - before;
             assert!(
                 used <= 5,

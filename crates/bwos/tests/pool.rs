@@ -184,7 +184,7 @@ fn dropping_a_pool_joins_its_threads() {
             }
         });
         #[cfg(target_os = "linux")]
-        assert_eq!(threads_named("short-lived-"), 2);
+        let workers = common::tasks_named("short-lived-", 2);
         assert_eq!(exited.load(Ordering::SeqCst), 0);
         drop(pool);
         assert_eq!(
@@ -197,7 +197,7 @@ fn dropping_a_pool_joins_its_threads() {
         #[cfg(target_os = "linux")]
         {
             let deadline = std::time::Instant::now() + Duration::from_secs(30);
-            while threads_named("short-lived-") != 0 {
+            while workers.iter().any(|task| task.exists()) {
                 assert!(
                     std::time::Instant::now() < deadline,
                     "worker threads still listed in /proc/self/task 30 s after drop"
@@ -206,16 +206,6 @@ fn dropping_a_pool_joins_its_threads() {
             }
         }
     });
-}
-
-/// How many threads of this process have a name starting with `prefix`.
-#[cfg(target_os = "linux")]
-fn threads_named(prefix: &str) -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .expect("Linux /proc")
-        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
-        .filter(|name| name.starts_with(prefix))
-        .count()
 }
 
 #[test]
