@@ -1,21 +1,29 @@
-//! One block of a BWoS queue: its entries and its four packed positions.
+//! One block of a BWoS queue: its four packed positions and where its
+//! entries are.
 
 use std::mem::MaybeUninit;
+use std::ptr::NonNull;
 
 use crossbeam_utils::CachePadded;
 
 use crate::sync::{AtomicU64, Ordering, UnsafeCell};
 
-/// The positions the owner writes. They share a cache line: the owner
-/// touches both on every operation and thieves (FIFO only) merely read
-/// `back`.
-#[derive(Debug)]
-pub(crate) struct OwnerSide {
+/// The positions the owner writes, and where the block's entries are.
+/// They share a cache line: the owner touches the positions on every
+/// operation and thieves (FIFO only) merely read `back`. The entries'
+/// address rides along in the same line (the owner reads it on every
+/// operation of a FIFO queue), so a block is two cache lines.
+pub(crate) struct OwnerSide<T> {
     /// Where the owner gets from (LIFO: the lowest index the owner may pop;
     /// FIFO: the consumer position).
     pub(crate) front: AtomicU64,
     /// Where the owner puts to (one past the last written entry).
     pub(crate) back: AtomicU64,
+    /// The block's first entry, in the ring's one allocation of entries
+    /// ([`crate::ring`]); never changes.
+    slots: NonNull<Slot<T>>,
+    /// The number of entries, for debug assertions.
+    len: u32,
 }
 
 /// The positions thieves write, on a cache line of their own so that
@@ -54,36 +62,39 @@ impl Positions {
 /// One entry of a block.
 pub(crate) type Slot<T> = UnsafeCell<MaybeUninit<T>>;
 
-/// A block: metadata plus `block_size` entries.
+/// A block: its metadata, in two cache lines; its `block_size` entries
+/// live in the ring's allocation.
 pub(crate) struct Block<T> {
-    pub(crate) owner: CachePadded<OwnerSide>,
+    pub(crate) owner: CachePadded<OwnerSide<T>>,
     pub(crate) thief: CachePadded<ThiefSide>,
-    slots: Box<[Slot<T>]>,
 }
 
 impl<T> Block<T> {
-    pub(crate) fn new(block_size: u32, init: Positions) -> Self {
+    /// A block whose entries are the `block_size` entries from `slots` on.
+    ///
+    /// # Safety
+    /// `slots` points to `block_size` entries that outlive the block and
+    /// that no other block uses, through a pointer that may reach all of
+    /// them.
+    pub(crate) unsafe fn new(slots: NonNull<Slot<T>>, block_size: u32, init: Positions) -> Self {
         Block {
             owner: CachePadded::new(OwnerSide {
                 front: AtomicU64::new(init.front),
                 back: AtomicU64::new(init.back),
+                slots,
+                len: block_size,
             }),
             thief: CachePadded::new(ThiefSide {
                 steal: AtomicU64::new(init.steal),
                 stolen: AtomicU64::new(init.stolen),
             }),
-            slots: (0..block_size)
-                .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
-                .collect(),
         }
     }
 
     /// The first entry: owners cache it to index entries without loading
-    /// the block's slice pointer on every operation.
-    pub(crate) fn slots_ptr(&self) -> std::ptr::NonNull<Slot<T>> {
-        // From the whole slice, so the pointer may reach every entry (a
-        // pointer from `&self.slots[0]` may only reach the first one).
-        std::ptr::NonNull::from(&*self.slots).cast()
+    /// it from the block on every operation.
+    pub(crate) fn slots_ptr(&self) -> NonNull<Slot<T>> {
+        self.owner.slots
     }
 
     /// Stores `item` in entry `index`.
@@ -94,11 +105,10 @@ impl<T> Block<T> {
     /// holds no live item.
     #[inline(always)]
     pub(crate) unsafe fn write(&self, index: u32, item: T) {
-        debug_assert!((index as usize) < self.slots.len());
-        // SAFETY: the caller guarantees the index is in bounds.
-        let slot = unsafe { self.slots.get_unchecked(index as usize) };
-        // SAFETY: the caller guarantees exclusive access to an empty entry.
-        slot.with_mut(|slot| unsafe { (*slot).write(item) });
+        debug_assert!(index < self.owner.len);
+        // SAFETY: the caller's contract, and `slots` reaches every entry of
+        // the block (`Block::new`'s contract).
+        unsafe { write_slot(self.owner.slots, index, item) }
     }
 
     /// Moves the item out of entry `index`, leaving the entry logically empty.
@@ -109,12 +119,9 @@ impl<T> Block<T> {
     /// reading it (it owns the entry or has reserved it).
     #[inline(always)]
     pub(crate) unsafe fn read(&self, index: u32) -> T {
-        debug_assert!((index as usize) < self.slots.len());
-        // SAFETY: the caller guarantees the index is in bounds.
-        let slot = unsafe { self.slots.get_unchecked(index as usize) };
-        // SAFETY: the caller guarantees the entry is initialised, published
-        // to this thread, and read by nobody else.
-        slot.with(|slot| unsafe { (*slot).assume_init_read() })
+        debug_assert!(index < self.owner.len);
+        // SAFETY: as in `write`.
+        unsafe { read_slot(self.owner.slots, index) }
     }
 
     /// Drops the items in entries `from..to`.

@@ -19,16 +19,15 @@ pub(crate) use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// `std::cell::UnsafeCell` with the closure-based access API of
 /// `loom::cell::UnsafeCell`, so the same code compiles in both builds.
+/// It has no constructor: the queue's only cells are its entries, which
+/// are allocated uninitialised (any bytes are a valid cell of a
+/// `MaybeUninit`; see `ring::unused_slots`).
 #[cfg(not(loom))]
 #[derive(Debug)]
 pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
 
 #[cfg(not(loom))]
 impl<T> UnsafeCell<T> {
-    pub(crate) fn new(value: T) -> Self {
-        Self(std::cell::UnsafeCell::new(value))
-    }
-
     /// Runs `f` with a shared raw pointer to the contents.
     #[inline(always)]
     pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
