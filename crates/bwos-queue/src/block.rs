@@ -12,7 +12,8 @@ use crate::sync::{AtomicU64, Ordering, UnsafeCell};
 /// They share a cache line: the owner touches the positions on every
 /// operation and thieves (FIFO only) merely read `back`. The entries'
 /// address rides along in the same line (the owner reads it on every
-/// operation of a FIFO queue), so a block is two cache lines.
+/// operation of a FIFO queue), so a block is two `CachePadded` units
+/// (256 bytes on x86_64).
 pub(crate) struct OwnerSide<T> {
     /// Where the owner gets from (LIFO: the lowest index the owner may pop;
     /// FIFO: the consumer position).
@@ -62,7 +63,7 @@ impl Positions {
 /// One entry of a block.
 pub(crate) type Slot<T> = UnsafeCell<MaybeUninit<T>>;
 
-/// A block: its metadata, in two cache lines; its `block_size` entries
+/// A block: its metadata, in two `CachePadded` units; its `block_size` entries
 /// live in the ring's allocation.
 pub(crate) struct Block<T> {
     pub(crate) owner: CachePadded<OwnerSide<T>>,

@@ -34,6 +34,18 @@
 //! one block, into their own queue), or sample one block, the building block
 //! of the paper's probabilistic victim selection.
 //!
+//! # Memory
+//! A queue allocates once, when it is made: two cache-padded groups of
+//! metadata per block (`CachePadded`: 2 x 128 bytes on x86_64; written
+//! then, so resident at once) and `capacity` entries in one
+//! allocation that nothing writes until items go there, so an entry's page
+//! becomes resident only when the queue first reaches it. The owner moves
+//! through the blocks in a ring, so a queue in long use (a LIFO owner that
+//! shares blocks often, a FIFO queue cycling) eventually touches all its
+//! entries: `capacity * size_of::<T>()` bytes plus the metadata. With the
+//! 32 blocks of 32 two-word entries the runtime uses, that is 8 KiB of
+//! metadata and up to 16 KiB of entries.
+//!
 //! ```
 //! use bwos_queue::{fifo, Config, Steal};
 //! use std::thread;
