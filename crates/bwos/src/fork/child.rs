@@ -77,7 +77,8 @@ impl<F: Future> Child<F> {
         let slot: *mut Child<F> = self;
         // SAFETY: `slot` comes from `&mut self`, valid for this call.
         let Child::Running(future) = (unsafe { &mut *slot }) else {
-            unreachable!("bwos::fork: retiring a child that is not running");
+            // SAFETY: the caller guarantees the child is running.
+            unsafe { std::hint::unreachable_unchecked() }
         };
         let future: *mut F = future;
         let _mark = MarkTaken(slot);
