@@ -164,9 +164,10 @@ fn ping_pong<R: AsyncRuntime>(rt: &R, scale: Scale) {
                     pinged.await.expect("pinged");
                     pong.send(()).expect("the pinger waits");
                 });
-                // No task may drop the last handle of its runtime (tokio
-                // panics, smol's runner would join itself): let go before
-                // the signal that lets the benchmark drop its own.
+                // Let go before the signal that lets the benchmark drop
+                // its own handle, so that the benchmark's is usually the
+                // last (a runtime whose last handle goes in a task shuts
+                // down without waiting for its threads: `TokioRuntime`).
                 drop(partner_rt);
                 ping.send(()).expect("the partner waits");
                 ponged.await.expect("ponged");

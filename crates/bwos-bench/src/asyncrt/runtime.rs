@@ -103,7 +103,33 @@ impl AsyncRuntime for Bwos {
 
 /// tokio's multi-thread runtime.
 #[derive(Clone)]
-pub struct Tokio(Arc<tokio::runtime::Runtime>);
+pub struct Tokio(Arc<TokioRuntime>);
+
+/// The runtime behind [`Tokio`]'s handles. A task may hold the last handle
+/// (a kernel's task can still be finishing when the benchmark, signalled,
+/// drops its own), and tokio panics when a runtime is dropped on one of its
+/// threads: there it is shut down without waiting for its threads.
+pub struct TokioRuntime(Option<tokio::runtime::Runtime>);
+
+impl TokioRuntime {
+    fn get(&self) -> &tokio::runtime::Runtime {
+        self.0
+            .as_ref()
+            .expect("the runtime lives until its last handle goes")
+    }
+}
+
+impl Drop for TokioRuntime {
+    fn drop(&mut self) {
+        let Some(runtime) = self.0.take() else {
+            return;
+        };
+        if tokio::runtime::Handle::try_current().is_ok() {
+            runtime.shutdown_background();
+        }
+        // Elsewhere `runtime` drops here, waiting for its threads.
+    }
+}
 
 impl AsyncRuntime for Tokio {
     const NAME: &'static str = "tokio";
@@ -115,7 +141,7 @@ impl AsyncRuntime for Tokio {
             .enable_all()
             .build()
             .expect("a tokio runtime");
-        Tokio(Arc::new(runtime))
+        Tokio(Arc::new(TokioRuntime(Some(runtime))))
     }
 
     fn spawn<F>(&self, future: F) -> Self::Handle<F::Output>
@@ -123,14 +149,14 @@ impl AsyncRuntime for Tokio {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        Unwrapped(self.0.spawn(future))
+        Unwrapped(self.0.get().spawn(future))
     }
 
     fn spawn_detached<F>(&self, future: F)
     where
         F: Future<Output = ()> + Send + 'static,
     {
-        drop(self.0.spawn(future));
+        drop(self.0.get().spawn(future));
     }
 
     fn block_on<F>(&self, future: F) -> F::Output
@@ -140,8 +166,8 @@ impl AsyncRuntime for Tokio {
     {
         // `Runtime::block_on` would poll `future` on this thread; spawning
         // it runs it on a worker, as the other runtimes do.
-        let handle = self.0.spawn(future);
-        self.0.block_on(handle).expect("the root task failed")
+        let handle = self.0.get().spawn(future);
+        self.0.get().block_on(handle).expect("the root task failed")
     }
 
     fn yield_now() -> impl Future<Output = ()> + Send {
@@ -165,8 +191,14 @@ pub struct SmolInner {
 impl Drop for SmolInner {
     fn drop(&mut self) {
         self.stop.clear();
+        let current = thread::current().id();
         for runner in self.runners.drain(..) {
-            let _ = runner.join();
+            // A task may hold the last handle (see `TokioRuntime`): its
+            // runner stops once the task returns, and joining itself would
+            // fail.
+            if runner.thread().id() != current {
+                let _ = runner.join();
+            }
         }
     }
 }
@@ -225,5 +257,49 @@ impl AsyncRuntime for Smol {
 
     fn yield_now() -> impl Future<Output = ()> + Send {
         futures_lite::future::yield_now()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// A task drops the last handle of its runtime, on one of the
+    /// runtime's threads, and goes on.
+    fn the_last_handle_goes_in_a_task<R: AsyncRuntime>() {
+        let rt = R::start(2);
+        let inside = rt.clone();
+        let (go, wait_for_go) = mpsc::channel::<()>();
+        let (done, finished) = mpsc::channel::<()>();
+        rt.spawn_detached(async move {
+            // Blocks this worker until the test dropped its own handle.
+            wait_for_go.recv().expect("the test signals");
+            drop(inside);
+            done.send(()).expect("the test waits");
+        });
+        drop(rt);
+        go.send(()).expect("the task waits");
+        finished
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| {
+                panic!(
+                    "{}: the task that dropped the last handle did not go on",
+                    R::NAME
+                )
+            });
+    }
+
+    #[test]
+    fn the_last_handle_of_a_runtime_may_go_on_its_own_thread() {
+        bwos_testkit::watchdog(
+            "the_last_handle_of_a_runtime_may_go_on_its_own_thread",
+            || {
+                the_last_handle_goes_in_a_task::<Bwos>();
+                the_last_handle_goes_in_a_task::<Tokio>();
+                the_last_handle_goes_in_a_task::<Smol>();
+            },
+        );
     }
 }
