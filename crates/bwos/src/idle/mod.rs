@@ -122,13 +122,39 @@ pub(crate) struct IdleConfig {
     pub(crate) oversubscribed: bool,
 }
 
-/// The default [`ThreadPoolBuilder::sleep_threshold`](crate::ThreadPoolBuilder::sleep_threshold):
-/// failed steal attempts before a thief may sleep. 32 keeps `Park` where
-/// it was before the policies existed (a two-worker pool spins 10 rounds,
-/// yields 22, then sleeps), which measured within noise of `Spin` alone on
-/// the machine; the BWS paper used 64 for 32 workers and found 32 to 256
-/// best. Not tuned further here.
+/// The default [`ThreadPoolBuilder::sleep_threshold`](crate::ThreadPoolBuilder::sleep_threshold)
+/// of a pool of two workers: failed steal attempts before a thief may
+/// sleep. Under `Spin`, `Yield` and `Park` a pool of `n` workers defaults
+/// to this many attempts per other worker, `32 * (n - 1)`: 32 failed
+/// rounds over all victims, whatever the pool's size (rayon also counts
+/// 32 rounds before sleeping). `Balanced` keeps 32 attempts at any size,
+/// as in the BWS paper (its credits decide who sleeps).
+///
+/// 32 keeps `Park` where it was before the policies existed (a two-worker
+/// pool spins 10 rounds, yields 22, then sleeps), which measured within
+/// noise of `Spin` alone on the machine; the BWS paper used 64 for 32
+/// workers and found 32 to 256 best. A flat 32 attempts made a pool of 8
+/// workers on 2 cores fall asleep after 5 rounds, between two parallel
+/// calls and whenever work ran short for a moment, and pay a wake-up each
+/// time: fib(30) on 8 workers took 1.25-1.32x the time of 2 workers under
+/// `Park` and `Yield` (`bwos-bench corun-child`, 2-core VM); with 32
+/// rounds, 1.01-1.11x. A pool of two workers is unchanged.
 pub const DEFAULT_SLEEP_THRESHOLD: u32 = 32;
+
+/// The sleep threshold of a pool of `workers` under `policy`, built
+/// without [`ThreadPoolBuilder::sleep_threshold`](crate::ThreadPoolBuilder::sleep_threshold):
+/// [`DEFAULT_SLEEP_THRESHOLD`] attempts per victim (a pool of one counts
+/// one attempt per round), except under `Balanced`, whose wake-up credits
+/// decide when a thief sleeps and which keeps the BWS paper's flat count
+/// (fib(30), 8 workers over 2: 1.06-1.09x the time of 2 workers with 32
+/// attempts, 1.10-1.30x with 224).
+pub(crate) fn default_sleep_threshold(policy: IdlePolicy, workers: usize) -> u32 {
+    if policy == IdlePolicy::Balanced {
+        return DEFAULT_SLEEP_THRESHOLD;
+    }
+    let victims = u32::try_from(workers.saturating_sub(1).max(1)).unwrap_or(u32::MAX);
+    DEFAULT_SLEEP_THRESHOLD.saturating_mul(victims)
+}
 
 /// Rounds spent spinning before `Park` starts yielding.
 const SPIN_ROUNDS: u32 = 10;

@@ -10,7 +10,7 @@ use bwos_queue::{Config, fifo, lifo};
 
 use super::ThreadPool;
 use super::registry::{PanicHandler, Registry, RegistryOptions, ThreadHandler};
-use crate::idle::{DEFAULT_SLEEP_THRESHOLD, IdleConfig, IdlePolicy};
+use crate::idle::{IdleConfig, IdlePolicy, default_sleep_threshold};
 use crate::steal::topology::{Topology, pin_current_thread};
 use crate::steal::{StealBatch, StealConfig, StealPolicy};
 use crate::task::executor::task_queue_config;
@@ -304,7 +304,10 @@ impl ThreadPoolBuilder {
 
     /// Failed steal attempts (one per victim found empty, one per round in
     /// a pool of one thread) before a thief may sleep: BWS's
-    /// `SleepThreshold`. Default [`DEFAULT_SLEEP_THRESHOLD`]. `0` makes
+    /// `SleepThreshold`. Default: [`DEFAULT_SLEEP_THRESHOLD`] per other
+    /// worker (32 failed rounds; 32 attempts with 2 workers, 224 with 8),
+    /// except under [`IdlePolicy::Balanced`], which keeps 32 attempts.
+    /// `0` makes
     /// [`build`](Self::build) fail with
     /// [`ThreadPoolBuildError::InvalidOption`].
     ///
@@ -387,6 +390,18 @@ impl ThreadPoolBuilder {
             return Err(ThreadPoolBuildError::TooManyThreads { requested });
         }
         Ok(requested)
+    }
+
+    /// The idle settings of a pool of `num_threads` workers.
+    fn idle_config(&self, num_threads: usize) -> IdleConfig {
+        IdleConfig {
+            policy: self.idle_policy,
+            sleep_threshold: self
+                .sleep_threshold
+                .unwrap_or_else(|| default_sleep_threshold(self.idle_policy, num_threads)),
+            yield_to_victim: self.yield_to_victim,
+            oversubscribed: num_threads > default_parallelism(),
+        }
     }
 
     /// Starts the threads. Returns once every worker is running.
@@ -488,6 +503,7 @@ impl ThreadPoolBuilder {
         if self.use_current_thread && !WorkerThread::current().is_null() {
             return Err(ThreadPoolBuildError::CurrentThreadAlreadyInPool);
         }
+        let idle = self.idle_config(num_threads);
         let mut name = self.thread_name;
         let (queues, stealers): (Vec<_>, Vec<_>) = (0..num_threads)
             .map(|_| lifo::new(self.queue_config.unwrap_or_else(default_queue_config)))
@@ -501,12 +517,7 @@ impl ThreadPoolBuilder {
                 probabilistic: self.probabilistic_steal,
                 batch: self.steal_batch,
             },
-            idle: IdleConfig {
-                policy: self.idle_policy,
-                sleep_threshold: self.sleep_threshold.unwrap_or(DEFAULT_SLEEP_THRESHOLD),
-                yield_to_victim: self.yield_to_victim,
-                oversubscribed: num_threads > default_parallelism(),
-            },
+            idle,
             pin_threads: self.pin_threads,
         };
         let (task_queues, task_stealers): (Vec<_>, Vec<_>) = (0..num_threads)
@@ -860,4 +871,27 @@ fn main_thread_stack_size() -> Option<usize> {
         return Some(MAX);
     }
     Some(usize::try_from(limit.rlim_cur).map_or(MAX, |bytes| bytes.clamp(MIN, MAX)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_sleep_threshold_is_32_failed_rounds_except_under_balanced() {
+        for policy in [IdlePolicy::Spin, IdlePolicy::Yield, IdlePolicy::Park] {
+            let builder = ThreadPoolBuilder::new().idle_policy(policy);
+            for (workers, attempts) in [(1, 32), (2, 32), (4, 96), (8, 224)] {
+                assert_eq!(
+                    builder.idle_config(workers).sleep_threshold,
+                    attempts,
+                    "default sleep threshold of a pool of {workers} under {policy:?}"
+                );
+            }
+        }
+        let balanced = ThreadPoolBuilder::new().idle_policy(IdlePolicy::Balanced);
+        assert_eq!(balanced.idle_config(8).sleep_threshold, 32);
+        let explicit = ThreadPoolBuilder::new().sleep_threshold(5);
+        assert_eq!(explicit.idle_config(8).sleep_threshold, 5);
+    }
 }
