@@ -460,21 +460,19 @@ struct FrameOps<F>(PhantomData<F>);
 /// What [`Boxed`] calls to reach its erased future: one `'static` table
 /// per future type (a promoted constant), so a `Boxed` is two words.
 ///
-/// The functions receive the `Boxed`'s data word: a frame's address, or a
-/// [`ready`] value stored in the word itself.
+/// The functions receive the `Boxed`'s data word, a frame's address. (A
+/// [`ready`] value in the word itself has no table: see [`Boxed::READY`].)
 struct FrameVTable<T> {
     /// Polls the future behind a data word; on `Ready`, drops the future
-    /// and frees its frame (if any) before returning.
+    /// and frees its frame before returning.
     // SAFETY (for callers): the word belongs to a live `Boxed` made with
     // this table, whose future never moves; after `Ready` the word is dead
-    // and must not be used again (`FrameOps::poll`, `ReadyOps::poll`).
+    // and must not be used again (`FrameOps::poll`).
     poll: unsafe fn(Word, &mut Context<'_>) -> Poll<T>,
-    /// Drops the future behind a data word and frees its frame (if any).
+    /// Drops the future behind a data word and frees its frame.
     // SAFETY (for callers): the word belongs to a live, unfinished `Boxed`
     // made with this table, which nobody uses afterwards.
     drop: unsafe fn(Word),
-    /// Whether the word is a frame's address (tests and `Debug`).
-    has_frame: bool,
 }
 
 /// A [`Boxed`]'s data: a frame's address, or the bytes of a value of at
@@ -486,7 +484,6 @@ impl<F: Future> FrameOps<F> {
     const VTABLE: FrameVTable<F::Output> = FrameVTable {
         poll: Self::poll,
         drop: Self::drop,
-        has_frame: true,
     };
 
     /// # Safety
@@ -530,33 +527,9 @@ impl<F: Future> FrameOps<F> {
     }
 }
 
-/// The operations of a [`ready`] value of type `T` kept in the data word.
-struct ReadyOps<T>(PhantomData<T>);
-
-impl<T> ReadyOps<T> {
-    const VTABLE: FrameVTable<T> = FrameVTable {
-        poll: Self::poll,
-        drop: Self::drop,
-        has_frame: false,
-    };
-
-    /// Whether a `T` fits in the data word.
-    const FITS: bool = size_of::<T>() <= size_of::<Word>() && align_of::<T>() <= align_of::<Word>();
-
-    /// # Safety
-    /// `word` holds a `T` (written by [`ready`]), read at most once.
-    unsafe fn poll(word: Word, _: &mut Context<'_>) -> Poll<T> {
-        // SAFETY: the caller's contract; the word is big and aligned
-        // enough (`FITS`).
-        Poll::Ready(unsafe { ptr::read((&raw const word).cast::<T>()) })
-    }
-
-    /// # Safety
-    /// As for [`Self::poll`].
-    unsafe fn drop(word: Word) {
-        // SAFETY: as for `poll`.
-        drop(unsafe { ptr::read((&raw const word).cast::<T>()) });
-    }
+/// Whether a [`ready`] value of type `T` fits in the data word.
+const fn fits_in_word<T>() -> bool {
+    size_of::<T>() <= size_of::<Word>() && align_of::<T>() <= align_of::<Word>()
 }
 
 /// A pinned, type-erased future in a frame of the worker's frame cache:
@@ -576,7 +549,8 @@ pub struct Boxed<'a, T> {
     word: Word,
     /// The operations on `word`: a promoted constant, valid for the whole
     /// program (a raw pointer, as a reference would require `T: 'static`);
-    /// `None` once the future finished.
+    /// [`Self::READY`] for a ready value in the word; `None` once the
+    /// future finished.
     vtable: Option<NonNull<FrameVTable<T>>>,
     /// Owns a `dyn Future + Send + 'a`: carries its lifetime and keeps
     /// `Boxed` from being `Sync`.
@@ -707,16 +681,16 @@ where
 /// ```
 #[inline(always)]
 pub fn ready<'a, T: Send + 'a>(value: T) -> Boxed<'a, T> {
-    if !ReadyOps::<T>::FITS {
+    if !fits_in_word::<T>() {
         return boxed_with(move || std::future::ready(value));
     }
     let mut word = Word::uninit();
-    // SAFETY: `T` fits in the word (`FITS`); the word owns the value from
-    // here on, read once by the table's `poll` or `drop`.
+    // SAFETY: `T` fits in the word (`fits_in_word`); the word owns the
+    // value from here on, read once by `Boxed`'s `poll` or `drop`.
     unsafe { (&raw mut word).cast::<T>().write(value) };
     Boxed {
         word,
-        vtable: Some(NonNull::from(&ReadyOps::<T>::VTABLE)),
+        vtable: Some(Boxed::<T>::READY),
         _future: PhantomData,
     }
 }
@@ -747,10 +721,16 @@ impl<T> Future for Boxed<'_, T> {
         let Some(vtable) = self.vtable else {
             finished_boxed_polled();
         };
+        if vtable == Self::READY {
+            self.vtable = None;
+            // SAFETY: `ready` wrote a `T` into the word (it fits) and marked
+            // it `READY`; it is read once, here, as `vtable` is now `None`.
+            return Poll::Ready(unsafe { ptr::read((&raw const self.word).cast::<T>()) });
+        }
         // SAFETY: the word belongs to this live `Boxed` and the table to
-        // the way it was made (a promoted constant); the future behind it
-        // never moves (`Boxed` owns the frame, not the future's bytes, and
-        // a ready value is not pinned).
+        // the way it was made (a promoted constant, not `READY`); the
+        // future behind it never moves (`Boxed` owns the frame, not the
+        // future's bytes).
         let poll = unsafe { (vtable.as_ref().poll)(self.word, cx) };
         if poll.is_ready() {
             // The poll freed the frame, or took the ready value.
@@ -769,20 +749,31 @@ fn finished_boxed_polled() -> ! {
 impl<T> Drop for Boxed<'_, T> {
     #[inline]
     fn drop(&mut self) {
-        if let Some(vtable) = self.vtable {
-            // SAFETY: the word holds the live, unfinished future (or ready
-            // value), dropped only here; the table is a promoted constant.
-            unsafe { (vtable.as_ref().drop)(self.word) }
+        match self.vtable {
+            None => {}
+            Some(vtable) if vtable == Self::READY => {
+                // SAFETY: the word holds a `T` written by `ready` and not
+                // yet read (`poll` resets `vtable` when it reads it).
+                drop(unsafe { ptr::read((&raw const self.word).cast::<T>()) });
+            }
+            // SAFETY: the word holds the live, unfinished future, dropped
+            // only here; the table is a promoted constant.
+            Some(vtable) => unsafe { (vtable.as_ref().drop)(self.word) },
         }
     }
 }
 
 impl<T> Boxed<'_, T> {
+    /// The `vtable` of a [`ready`] value kept in the word: no table at all,
+    /// so that polling a recursion's leaf is a comparison instead of an
+    /// indirect call (fib's leaves are half its calls). A dangling address
+    /// is never a promoted constant's.
+    const READY: NonNull<FrameVTable<T>> = NonNull::dangling();
+
     /// The future's frame, while it has one.
     fn frame(&self) -> Option<NonNull<u8>> {
         self.vtable
-            // SAFETY: the table is a promoted constant.
-            .filter(|vtable| unsafe { vtable.as_ref().has_frame })
+            .filter(|&vtable| vtable != Self::READY)
             // SAFETY: a frame-backed `Boxed`'s word is its frame's address,
             // which is not null.
             .map(|_| unsafe { NonNull::new_unchecked(self.word.assume_init()) })
