@@ -138,7 +138,13 @@ pub(crate) struct IdleConfig {
 /// calls and whenever work ran short for a moment, and pay a wake-up each
 /// time: fib(30) on 8 workers took 1.25-1.32x the time of 2 workers under
 /// `Park` and `Yield` (`bwos-bench corun-child`, 2-core VM); with 32
-/// rounds, 1.01-1.11x. A pool of two workers is unchanged.
+/// rounds, 1.01-1.11x. A pool of two workers is unchanged. The cost falls
+/// on programs with less parallelism than workers: their idle thieves
+/// yield for longer, in turns with the workers that have work (the
+/// binomial UTS tree on 8 workers over 2 cores: 0.12-0.17 s before,
+/// 0.15-0.20 s after); an explicit
+/// [`sleep_threshold`](crate::ThreadPoolBuilder::sleep_threshold) of 32
+/// restores the old behaviour.
 pub const DEFAULT_SLEEP_THRESHOLD: u32 = 32;
 
 /// The sleep threshold of a pool of `workers` under `policy`, built
