@@ -723,9 +723,9 @@ impl<T> Future for Boxed<'_, T> {
         };
         if vtable == Self::READY {
             self.vtable = None;
-            // SAFETY: `ready` wrote a `T` into the word (it fits) and marked
-            // it `READY`; it is read once, here, as `vtable` is now `None`.
-            return Poll::Ready(unsafe { ptr::read((&raw const self.word).cast::<T>()) });
+            // SAFETY: marked `READY` until just now, and never read again:
+            // `vtable` is `None`.
+            return Poll::Ready(unsafe { self.take_ready() });
         }
         // SAFETY: the word belongs to this live `Boxed` and the table to
         // the way it was made (a promoted constant, not `READY`); the
@@ -751,11 +751,9 @@ impl<T> Drop for Boxed<'_, T> {
     fn drop(&mut self) {
         match self.vtable {
             None => {}
-            Some(vtable) if vtable == Self::READY => {
-                // SAFETY: the word holds a `T` written by `ready` and not
-                // yet read (`poll` resets `vtable` when it reads it).
-                drop(unsafe { ptr::read((&raw const self.word).cast::<T>()) });
-            }
+            // SAFETY: still marked `READY` (`poll` resets the mark when it
+            // takes the value), and the `Boxed` goes away.
+            Some(vtable) if vtable == Self::READY => drop(unsafe { self.take_ready() }),
             // SAFETY: the word holds the live, unfinished future, dropped
             // only here; the table is a promoted constant.
             Some(vtable) => unsafe { (vtable.as_ref().drop)(self.word) },
@@ -769,6 +767,17 @@ impl<T> Boxed<'_, T> {
     /// indirect call (fib's leaves are half its calls). A dangling address
     /// is never a promoted constant's.
     const READY: NonNull<FrameVTable<T>> = NonNull::dangling();
+
+    /// Moves the [`ready`] value out of the word.
+    ///
+    /// # Safety
+    /// `vtable` is [`Self::READY`] (`ready` wrote a `T` that fits into the
+    /// word), and the value is taken at most once.
+    #[inline(always)]
+    unsafe fn take_ready(&self) -> T {
+        // SAFETY: the caller's contract.
+        unsafe { ptr::read((&raw const self.word).cast::<T>()) }
+    }
 
     /// The future's frame, while it has one.
     fn frame(&self) -> Option<NonNull<u8>> {
