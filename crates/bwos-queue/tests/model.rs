@@ -102,7 +102,7 @@ proptest! {
         for (next, op) in (0u32..).zip(ops) {
             match op {
                 Op::Push => {
-                    let at_boundary = pushed_total > 0 && pushed_total % block == 0;
+                    let at_boundary = pushed_total > 0 && pushed_total.is_multiple_of(block);
                     let refused = at_boundary && model.len() > config.capacity() - block;
                     let pushed = worker.push(next);
                     if refused {
@@ -192,7 +192,7 @@ proptest! {
                     }
                     Err(back) => {
                         prop_assert_eq!(back, next);
-                        prop_assert!(pushed_total % config.block_size() == 0, "refused inside a block");
+                        prop_assert!(pushed_total.is_multiple_of(config.block_size()), "refused inside a block");
                     }
                 },
                 Op::Share => {}

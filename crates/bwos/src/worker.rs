@@ -381,7 +381,7 @@ impl WorkerThread {
     fn take_local_task(&self) -> Option<Notified> {
         let ticks = self.task_ticks.get().wrapping_add(1);
         self.task_ticks.set(ticks);
-        if ticks % INJECTOR_INTERVAL == 0 {
+        if ticks.is_multiple_of(INJECTOR_INTERVAL) {
             // I/O is served while every worker is busy (tasks it wakes
             // queue behind the ones already here).
             self.registry.poll_io_now();

@@ -458,7 +458,7 @@ fn stress(pool_threads: usize, tasks: usize) {
         move |i: usize, signal_tx: &mpsc::Sender<Signal>| {
             let runs = Arc::clone(&runs);
             // One task in four waits for a wake-up from an outside thread.
-            let signal = (i % 4 == 0).then(|| {
+            let signal = i.is_multiple_of(4).then(|| {
                 let signal = Signal::default();
                 signal_tx.send(signal.clone()).unwrap();
                 signal
@@ -467,7 +467,7 @@ fn stress(pool_threads: usize, tasks: usize) {
                 if let Some(signal) = signal {
                     signal.wait().await;
                 }
-                if i % 7 == 0 {
+                if i.is_multiple_of(7) {
                     task::yield_now().await;
                 }
                 runs[i].fetch_add(1, Ordering::Relaxed);

@@ -386,7 +386,7 @@ fn refill(cache: &FrameCache, class: usize) -> NonNull<u8> {
 /// A chunk of [`CHUNK_BYTES`] bytes, aligned to a granule, from the global
 /// allocator; never freed (see "Memory" in the module docs).
 fn allocate_chunk() -> NonNull<u8> {
-    const { assert!(CHUNK_BYTES >= MAX_CACHED_SIZE && CHUNK_BYTES % GRANULE == 0) };
+    const { assert!(CHUNK_BYTES >= MAX_CACHED_SIZE && CHUNK_BYTES.is_multiple_of(GRANULE)) };
     let layout = Layout::from_size_align(CHUNK_BYTES, GRANULE).expect("the chunk layout");
     allocate_global(layout)
 }
@@ -437,10 +437,10 @@ fn free_slow(cache: &FrameCache, class: usize, frame: NonNull<FreeFrame>) {
         return;
     }
     let list = &cache.lists[class];
-    if list.len.get() >= class_capacity(class) {
-        if let Some(batch) = list.take_all() {
-            deposit(class, batch);
-        }
+    if list.len.get() >= class_capacity(class)
+        && let Some(batch) = list.take_all()
+    {
+        deposit(class, batch);
     }
     // SAFETY: as in `free`.
     unsafe { list.push(frame) };

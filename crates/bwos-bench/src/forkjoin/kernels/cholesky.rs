@@ -33,7 +33,7 @@ impl Cholesky {
     /// that it is positive definite. `n / leaf` must be a power of two.
     pub fn random(n: usize, leaf: usize, nonzeros: usize, seed: u64) -> Cholesky {
         assert!(
-            n % leaf == 0 && (n / leaf).is_power_of_two(),
+            n.is_multiple_of(leaf) && (n / leaf).is_power_of_two(),
             "n / leaf must be a power of two"
         );
         let entries = Cholesky::entries(n, nonzeros, seed);
