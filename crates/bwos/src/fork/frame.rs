@@ -733,7 +733,7 @@ impl<T> Future for Boxed<'_, T> {
         // future's bytes).
         let poll = unsafe { (vtable.as_ref().poll)(self.word, cx) };
         if poll.is_ready() {
-            // The poll freed the frame, or took the ready value.
+            // The poll freed the frame.
             self.vtable = None;
         }
         poll

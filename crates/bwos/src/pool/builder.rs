@@ -307,8 +307,7 @@ impl ThreadPoolBuilder {
     /// `SleepThreshold`. Default: [`DEFAULT_SLEEP_THRESHOLD`] per other
     /// worker (32 failed rounds; 32 attempts with 2 workers, 224 with 8),
     /// except under [`IdlePolicy::Balanced`], which keeps 32 attempts.
-    /// `0` makes
-    /// [`build`](Self::build) fail with
+    /// `0` makes [`build`](Self::build) fail with
     /// [`ThreadPoolBuildError::InvalidOption`].
     ///
     /// [`DEFAULT_SLEEP_THRESHOLD`]: crate::DEFAULT_SLEEP_THRESHOLD
