@@ -15,7 +15,7 @@
 //! say where the pair is.) The loom model
 //! `fork_boundary_no_poll_after_close` checks the real code.
 
-use crate::sync::{AtomicBool, AtomicUsize, Ordering, fence};
+use crate::sched::sync::{AtomicBool, AtomicUsize, Ordering, fence};
 
 /// Polls in flight in a scoped region, and whether it has closed.
 #[derive(Debug, Default)]

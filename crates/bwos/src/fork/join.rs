@@ -6,7 +6,9 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
 use super::child::{Child, ChildSlot};
-use crate::worker::WorkerThread;
+use crate::join::{join_in_worker, runs_sequentially};
+use crate::sched::stack::{stack_is_low, with_stack_room};
+use crate::sched::worker::WorkerThread;
 
 /// Runs `fa` and `fb` concurrently, potentially in parallel, and returns
 /// both outputs.
@@ -163,14 +165,10 @@ where
     let (Child::Running(fa), Child::Running(fb)) = (&mut *a, &mut *b) else {
         return Fast::NotTaken;
     };
-    let worker = WorkerThread::current();
-    if worker.is_null() {
-        return Fast::NotTaken;
-    }
-    // SAFETY: the current worker lives on this thread's stack while the
-    // thread runs pool work, which includes this poll.
-    let worker = unsafe { &*worker };
-    if !crate::join::runs_sequentially(worker) || super::stack_is_low(worker) {
+    let sequential = WorkerThread::with_current(|worker| {
+        worker.is_some_and(|worker| runs_sequentially(worker) && !stack_is_low(worker))
+    });
+    if !sequential {
         return Fast::NotTaken;
     }
     // SAFETY: the children are pinned (the caller's contract).
@@ -232,29 +230,22 @@ where
     FA::Output: Send,
     FB::Output: Send,
 {
-    let worker = WorkerThread::current();
-    if worker.is_null() {
-        super::grow_stack_outside_pools(|| {
-            // SAFETY: forwarded from the caller.
-            unsafe {
-                a.poll_once(waker);
-                b.poll_once(waker);
-            }
-        });
-        return;
-    }
-    // SAFETY: the current worker lives on this thread's stack while the
-    // thread runs pool work, which includes this poll.
-    let worker = unsafe { &*worker };
-    super::grow_stack_if_needed(worker, || {
-        crate::join::join_in_worker(
-            worker,
-            // SAFETY: `a` is pinned (the caller's contract).
-            || unsafe { a.poll_once(waker) },
-            // SAFETY: `b` is pinned (the caller's contract); whether a
-            // thief or this worker polls it, `join_in_worker` returns only
-            // after that poll is over.
-            || unsafe { b.poll_once(waker) },
-        )
+    with_stack_room(|worker| match worker {
+        Some(worker) => {
+            join_in_worker(
+                worker,
+                // SAFETY: `a` is pinned (the caller's contract).
+                || unsafe { a.poll_once(waker) },
+                // SAFETY: `b` is pinned (the caller's contract); whether a
+                // thief or this worker polls it, `join_in_worker` returns
+                // only after that poll is over.
+                || unsafe { b.poll_once(waker) },
+            );
+        }
+        // SAFETY: forwarded from the caller.
+        None => unsafe {
+            a.poll_once(waker);
+            b.poll_once(waker);
+        },
     });
 }

@@ -138,8 +138,6 @@ pub use scoped::{Region, ScopedJoin, block_on};
 
 use std::future::Future;
 
-use crate::worker::WorkerThread;
-
 /// Starts `future` as a detached task of the current pool (the global pool
 /// outside pools) and returns the handle that awaits its output: the
 /// fork/join spelling of [`crate::task::spawn`], with the same task
@@ -159,107 +157,6 @@ where
     F::Output: Send + 'static,
 {
     crate::task::spawn(future)
-}
-
-/// Stack left before a fork moves to a fresh stack segment.
-const STACK_RED_ZONE: usize = 128 * 1024;
-
-/// The size of a fresh stack segment.
-#[cfg(not(miri))]
-const STACK_SEGMENT: usize = 4 << 20;
-
-/// The stack address below which a fork on the calling thread moves to a
-/// fresh segment; `usize::MAX` where the thread's stack bounds are unknown
-/// (every fork then asks `stacker`), zero under Miri (which cannot switch
-/// stacks).
-pub(crate) fn stack_limit_here() -> usize {
-    if cfg!(miri) {
-        return 0;
-    }
-    match stacker::remaining_stack() {
-        Some(remaining) => stack_address().saturating_sub(remaining) + STACK_RED_ZONE,
-        None => usize::MAX,
-    }
-}
-
-/// Where the stack is now: the stack pointer, read in one instruction
-/// (a local's address through `black_box` cost a stack slot, a store and
-/// four more instructions per fork).
-#[inline(always)]
-#[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), not(miri)))]
-fn stack_address() -> usize {
-    let pointer: usize;
-    // SAFETY: copies the stack pointer into a register: no memory access,
-    // no stack use, no flags changed.
-    unsafe {
-        #[cfg(target_arch = "x86_64")]
-        std::arch::asm!("mov {}, rsp", out(reg) pointer, options(nomem, nostack, preserves_flags));
-        #[cfg(target_arch = "aarch64")]
-        std::arch::asm!("mov {}, sp", out(reg) pointer, options(nomem, nostack, preserves_flags));
-    }
-    pointer
-}
-
-/// Where the stack is now: the address of a local in the caller's frame.
-#[inline(always)]
-#[cfg(not(all(any(target_arch = "x86_64", target_arch = "aarch64"), not(miri))))]
-fn stack_address() -> usize {
-    let marker = 0u8;
-    std::hint::black_box(&raw const marker) as usize
-}
-
-/// Whether the worker's stack is below its limit (see
-/// [`grow_stack_if_needed`]).
-#[inline(always)]
-fn stack_is_low(worker: &WorkerThread) -> bool {
-    stack_address() < worker.stack_limit().get()
-}
-
-/// Runs `f`, on a fresh stack segment if the worker's stack is low: one
-/// comparison against the worker's limit on the common path.
-#[inline]
-fn grow_stack_if_needed<R>(worker: &WorkerThread, f: impl FnOnce() -> R) -> R {
-    if stack_is_low(worker) {
-        grow_stack(worker, f)
-    } else {
-        f()
-    }
-}
-
-/// [`grow_stack_if_needed`] for a thread outside pools (another
-/// executor polls the fork): `stacker`'s own check, a thread-local lookup.
-#[inline]
-fn grow_stack_outside_pools<R>(f: impl FnOnce() -> R) -> R {
-    #[cfg(not(miri))]
-    return stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, f);
-    #[cfg(miri)]
-    f()
-}
-
-/// The slow path of [`grow_stack_if_needed`]: the limit is reached (or
-/// unknown). Runs `f` on a fresh segment with the worker's limit set to
-/// that segment's, and restores the limit afterwards.
-#[cold]
-#[cfg(not(miri))]
-fn grow_stack<R>(worker: &WorkerThread, f: impl FnOnce() -> R) -> R {
-    let limit = worker.stack_limit().get();
-    if limit == usize::MAX {
-        return stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, f);
-    }
-    stacker::grow(STACK_SEGMENT, || {
-        worker.stack_limit().set(stack_limit_here());
-        let result = f();
-        worker.stack_limit().set(limit);
-        result
-    })
-}
-
-/// Miri cannot switch stacks (`stacker` uses assembly); its tests do not
-/// recurse deeply.
-#[cold]
-#[cfg(miri)]
-fn grow_stack<R>(_worker: &WorkerThread, f: impl FnOnce() -> R) -> R {
-    f()
 }
 
 #[cfg(test)]

@@ -10,7 +10,8 @@ use std::task::{Context, Poll, Wake, Waker};
 
 use super::child::Child;
 use super::frame::{Boxed, boxed};
-use crate::worker::WorkerThread;
+use crate::join::join_in_worker;
+use crate::sched::stack::with_stack_room;
 
 /// Runs `body` with a [`Scope`] to spawn children into; the returned future
 /// completes with the body's output once the body and every child spawned
@@ -370,20 +371,15 @@ fn poll_all(children: &mut [(usize, Slot<'_>)]) {
         // moves, whatever happens to the `Child`.
         [(_, slot)] => unsafe { slot.child.poll_once(&slot.waker) },
         _ => {
-            let worker = WorkerThread::current();
             let (left, right) = children.split_at_mut(children.len() / 2);
-            if worker.is_null() {
-                super::grow_stack_outside_pools(|| {
+            with_stack_room(|worker| match worker {
+                Some(worker) => {
+                    join_in_worker(worker, || poll_all(left), || poll_all(right));
+                }
+                None => {
                     poll_all(left);
                     poll_all(right);
-                });
-                return;
-            }
-            // SAFETY: the current worker lives on this thread's stack while
-            // the thread runs pool work, which includes this poll.
-            let worker = unsafe { &*worker };
-            super::grow_stack_if_needed(worker, || {
-                crate::join::join_in_worker(worker, || poll_all(left), || poll_all(right))
+                }
             });
         }
     }

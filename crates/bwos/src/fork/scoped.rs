@@ -41,8 +41,9 @@ use super::boundary::Boundary;
 use super::child::{Child, ChildSlot};
 use super::frame::Boxed;
 use super::join::{Fast, poll_sequential_fast};
-use crate::job::{HeapJob, JobRef};
-use crate::worker::WorkerThread;
+use crate::sched::job::{HeapJob, JobRef};
+use crate::sched::stack::with_stack_room;
+use crate::sched::worker::WorkerThread;
 
 /// `fb`'s step is in a queue.
 const QUEUED: u8 = 0;
@@ -290,18 +291,21 @@ where
         }
     }
 
-    /// The poll, on a stack with room.
-    fn poll_here(&mut self, waker: &Waker) -> Poll<(FA::Output, FB::Output)> {
+    /// The poll, on a stack with room, on the calling worker (`None`
+    /// outside pools).
+    fn poll_here(
+        &mut self,
+        worker: Option<&WorkerThread>,
+        waker: &Waker,
+    ) -> Poll<(FA::Output, FB::Output)> {
         let this = self;
         if let Some(node) = &this.node {
             node.refresh_waker(waker);
         }
-        let worker = WorkerThread::current();
         let b_here = this.has_b();
-        if b_here && this.a.is_running() && this.b.is_running() && !worker.is_null() {
-            // SAFETY: a non-null current worker lives on this thread's stack
-            // while the thread runs pool work, which includes this poll.
-            let worker = unsafe { &*worker };
+        if let Some(worker) =
+            worker.filter(|_| b_here && this.a.is_running() && this.b.is_running())
+        {
             let queued = if crate::join::runs_sequentially(worker) {
                 None
             } else {
@@ -363,14 +367,7 @@ where
                 Fast::NotTaken => {}
             }
         }
-        let worker = WorkerThread::current();
-        if worker.is_null() {
-            return super::grow_stack_outside_pools(|| this.poll_here(cx.waker()));
-        }
-        // SAFETY: a non-null current worker lives on this thread's stack
-        // while the thread runs pool work, which includes this poll.
-        let worker = unsafe { &*worker };
-        super::grow_stack_if_needed(worker, || this.poll_here(cx.waker()))
+        with_stack_room(|worker| this.poll_here(worker, cx.waker()))
     }
 }
 

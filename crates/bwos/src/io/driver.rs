@@ -38,15 +38,18 @@
 //! old event may reach a new socket: that is a spurious readiness, which
 //! costs the new socket one `WouldBlock` and is otherwise harmless.
 
+use std::any::Any;
 use std::io;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
 
 use mio::event::Source;
 use mio::{Events, Interest, Poll, Token};
 use slab::Slab;
 
-use crate::idle::driver_seat::DriverSeat;
+use crate::sched::driver::Driver;
+use crate::sched::idle::driver_seat::DriverSeat;
+use crate::sched::registry::Registry;
 
 use super::readiness::{READ_CLOSED, READABLE, Readiness, SHUT_DOWN, WRITABLE, WRITE_CLOSED};
 
@@ -65,7 +68,7 @@ struct Polling {
 }
 
 /// A pool's I/O driver.
-pub(crate) struct Driver {
+pub(crate) struct IoDriver {
     /// The poll and its buffers; whoever holds the lock drives.
     poll: Mutex<Polling>,
     /// Registers sockets without the poll's lock.
@@ -83,12 +86,22 @@ struct Registrations {
     shut_down: bool,
 }
 
-impl Driver {
-    pub(crate) fn new() -> io::Result<Driver> {
+impl IoDriver {
+    /// The I/O driver of `registry`'s pool, created by the pool's first
+    /// socket. A new driver wakes a sleeping worker, which then parks in
+    /// it: until then the pool's workers sleep on their futexes, deaf to
+    /// I/O.
+    pub(crate) fn of(registry: &Registry) -> io::Result<Arc<IoDriver>> {
+        registry.driver.get_or_create(IoDriver::new, || {
+            registry.sleep.wake_one(|index| registry.unpark(index));
+        })
+    }
+
+    pub(crate) fn new() -> io::Result<IoDriver> {
         let poll = Poll::new()?;
         let registry = poll.registry().try_clone()?;
         let waker = mio::Waker::new(&registry, WAKER_TOKEN)?;
-        Ok(Driver {
+        Ok(IoDriver {
             poll: Mutex::new(Polling {
                 poll,
                 events: Events::with_capacity(EVENTS_PER_POLL),
@@ -131,56 +144,6 @@ impl Driver {
         }
     }
 
-    /// The pool's last worker stopped: every socket's waiting and future
-    /// operations fail with [`shut_down_error`] instead of waiting for a
-    /// poll that will not come.
-    pub(crate) fn shut_down(&self) {
-        let sockets: Vec<Arc<Readiness>> = {
-            let mut registrations = lock(&self.registrations);
-            registrations.shut_down = true;
-            registrations
-                .sockets
-                .iter()
-                .map(|(_, r)| Arc::clone(r))
-                .collect()
-        };
-        for readiness in sockets {
-            readiness.set(SHUT_DOWN);
-        }
-    }
-
-    /// Polls for events without blocking if nobody else drives, and wakes
-    /// the sockets' waiters.
-    pub(crate) fn poll_now(&self) {
-        if let Some(mut polling) = self.try_drive() {
-            self.poll(&mut polling, Some(Duration::ZERO));
-            self.dispatch(&mut polling);
-        }
-    }
-
-    /// Worker `index` parks here if nobody drives: blocks in the poll
-    /// until an event or [`unpark`](Self::unpark), unless `still_asleep`
-    /// says after the announcement that it was woken already. With events
-    /// in hand it calls `wake_early` (it counts as searching again, so
-    /// the wake-ups it is about to cause go to other sleepers), then
-    /// wakes the sockets' waiters. Returns `None` if somebody else drives
-    /// (park elsewhere), else how many sockets' waiters were woken.
-    pub(crate) fn park(
-        &self,
-        index: usize,
-        still_asleep: &dyn Fn() -> bool,
-        wake_early: &dyn Fn(),
-    ) -> Option<usize> {
-        let mut polling = self.try_drive()?;
-        let polled = self
-            .seat
-            .block_in_driver(index, still_asleep, || self.poll(&mut polling, None));
-        if polled == Some(true) {
-            wake_early();
-        }
-        Some(self.dispatch(&mut polling))
-    }
-
     /// The poll, unless another thread drives.
     fn try_drive(&self) -> Option<MutexGuard<'_, Polling>> {
         match self.poll.try_lock() {
@@ -189,17 +152,6 @@ impl Driver {
             Err(TryLockError::Poisoned(poison)) => Some(poison.into_inner()),
             Err(TryLockError::WouldBlock) => None,
         }
-    }
-
-    /// Worker `index` was woken (its sleep state already changed): if it
-    /// blocks in the driver, interrupt the poll.
-    pub(crate) fn unpark(&self, index: usize) {
-        self.seat.wake(index, || {
-            // A failed eventfd write would leave the worker blocked until
-            // the next event; the kernel does not fail it for a valid
-            // eventfd, and nothing better could be done here.
-            let _ = self.waker.wake();
-        });
     }
 
     /// One poll; collects the readiness of the sockets it reports.
@@ -254,6 +206,73 @@ impl Driver {
     }
 }
 
+impl Driver for IoDriver {
+    /// Worker `index` parks here if nobody drives: blocks in the poll
+    /// until an event or [`unpark`](Self::unpark), unless `still_asleep`
+    /// says after the announcement that it was woken already. With events
+    /// in hand it calls `wake_early` (it counts as searching again, so
+    /// the wake-ups it is about to cause go to other sleepers), then
+    /// wakes the sockets' waiters. Returns `None` if somebody else drives
+    /// (park elsewhere), else how many sockets' waiters were woken.
+    fn park(
+        &self,
+        index: usize,
+        still_asleep: &dyn Fn() -> bool,
+        wake_early: &dyn Fn(),
+    ) -> Option<usize> {
+        let mut polling = self.try_drive()?;
+        let polled = self
+            .seat
+            .block_in_driver(index, still_asleep, || self.poll(&mut polling, None));
+        if polled == Some(true) {
+            wake_early();
+        }
+        Some(self.dispatch(&mut polling))
+    }
+
+    /// Worker `index` was woken (its sleep state already changed): if it
+    /// blocks in the driver, interrupt the poll.
+    fn unpark(&self, index: usize) {
+        self.seat.wake(index, || {
+            // A failed eventfd write would leave the worker blocked until
+            // the next event; the kernel does not fail it for a valid
+            // eventfd, and nothing better could be done here.
+            let _ = self.waker.wake();
+        });
+    }
+
+    /// Polls for events without blocking if nobody else drives, and wakes
+    /// the sockets' waiters.
+    fn poll_now(&self) {
+        if let Some(mut polling) = self.try_drive() {
+            self.poll(&mut polling, Some(Duration::ZERO));
+            self.dispatch(&mut polling);
+        }
+    }
+
+    /// The pool's last worker stopped: every socket's waiting and future
+    /// operations fail with [`shut_down_error`] instead of waiting for a
+    /// poll that will not come.
+    fn shut_down(&self) {
+        let sockets: Vec<Arc<Readiness>> = {
+            let mut registrations = lock(&self.registrations);
+            registrations.shut_down = true;
+            registrations
+                .sockets
+                .iter()
+                .map(|(_, r)| Arc::clone(r))
+                .collect()
+        };
+        for readiness in sockets {
+            readiness.set(SHUT_DOWN);
+        }
+    }
+
+    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
+        self
+    }
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // The slab and the poll stay consistent across a panic (no user code
     // runs under these locks).
@@ -263,34 +282,4 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// What socket operations return once their pool has shut down.
 pub(crate) fn shut_down_error() -> io::Error {
     io::Error::other("the bwos pool that drives this socket has shut down")
-}
-
-/// A pool's driver, created on first use.
-#[derive(Default)]
-pub(crate) struct DriverSlot {
-    driver: OnceLock<Arc<Driver>>,
-    /// Serializes creation (`OnceLock::get_or_try_init` is unstable).
-    creating: Mutex<()>,
-}
-
-impl DriverSlot {
-    /// The driver, if a socket created it.
-    pub(crate) fn get(&self) -> Option<&Arc<Driver>> {
-        self.driver.get()
-    }
-
-    /// The driver, created if needed; `created` runs after creating it.
-    pub(crate) fn get_or_create(&self, created: impl FnOnce()) -> io::Result<Arc<Driver>> {
-        if let Some(driver) = self.driver.get() {
-            return Ok(Arc::clone(driver));
-        }
-        let _creating = lock(&self.creating);
-        if let Some(driver) = self.driver.get() {
-            return Ok(Arc::clone(driver));
-        }
-        let driver = Arc::new(Driver::new()?);
-        let _ = self.driver.set(Arc::clone(&driver));
-        created();
-        Ok(driver)
-    }
 }

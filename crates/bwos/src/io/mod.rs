@@ -19,5 +19,4 @@ pub(crate) mod driver;
 mod readiness;
 mod tcp;
 
-pub(crate) use driver::DriverSlot;
 pub use tcp::{TcpListener, TcpStream};

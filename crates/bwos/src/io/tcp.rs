@@ -9,26 +9,27 @@ use std::task::{Context, Poll, ready};
 
 use mio::event::Source;
 
-use super::driver::{Driver, shut_down_error};
+use super::driver::{IoDriver, shut_down_error};
 use super::readiness::{Direction, Readiness};
+use crate::sched::registry::Registry;
 
 /// A mio socket registered with a pool's driver; deregistered on drop.
 struct Registered<S: Source> {
     source: S,
     key: usize,
     readiness: Arc<Readiness>,
-    driver: Arc<Driver>,
+    driver: Arc<IoDriver>,
 }
 
 impl<S: Source> Registered<S> {
     /// Registers `source` with the driver of the current pool (the calling
     /// worker's, else the global pool's).
     fn new(source: S) -> io::Result<Self> {
-        let driver = crate::with_current_registry(|registry| registry.io_driver())?;
+        let driver = Registry::with_current(|registry| IoDriver::of(registry))?;
         Self::with_driver(source, driver)
     }
 
-    fn with_driver(mut source: S, driver: Arc<Driver>) -> io::Result<Self> {
+    fn with_driver(mut source: S, driver: Arc<IoDriver>) -> io::Result<Self> {
         let (key, readiness) = driver.register(&mut source)?;
         Ok(Registered {
             source,

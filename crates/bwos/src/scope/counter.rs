@@ -17,7 +17,7 @@
 //! Spawns made on the owner's thread after the end of the body (by tasks it
 //! runs while waiting) do the same.
 
-use crate::sync::{AtomicUsize, Ordering};
+use crate::sched::sync::{AtomicUsize, Ordering};
 
 /// The initial value `H`: larger than any number of spawns a scope makes
 /// (each allocates a task), small enough that `H` plus the tasks spawned

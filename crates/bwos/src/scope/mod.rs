@@ -6,7 +6,9 @@
 //! that cannot reach zero before the body ends, and the end of the body
 //! restores the true count with one atomic subtraction.
 
+pub(crate) mod broadcast;
 pub(crate) mod counter;
+pub(crate) mod spawn;
 
 use std::any::Any;
 use std::marker::PhantomData;
@@ -17,11 +19,12 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 
 use counter::NowaCounter;
 
-use crate::broadcast::BroadcastContext;
-use crate::job::{AbortOnUnwind, HeapJob, JobRef};
-use crate::latch::{Latch, WaiterLatch};
-use crate::pool::registry::Registry;
-use crate::worker::WorkerThread;
+use crate::sched::job::{AbortOnUnwind, HeapJob, JobRef};
+use crate::sched::latch::{Latch, WaiterLatch};
+use crate::sched::pool::ThreadPool;
+use crate::sched::registry::{Registry, in_worker};
+use crate::sched::worker::WorkerThread;
+use broadcast::BroadcastContext;
 
 /// The type of closures a scope runs, for its variance marker.
 type SpawnedBody<'scope> = Box<dyn FnOnce(&Scope<'scope>) + Send + Sync + 'scope>;
@@ -79,21 +82,7 @@ where
     OP: FnOnce(&Scope<'scope>) -> R + Send,
     R: Send,
 {
-    let worker = WorkerThread::current();
-    if worker.is_null() {
-        return crate::pool::global::registry().in_worker(|worker| scope_in_worker(worker, op));
-    }
-    // SAFETY: the current worker lives on this thread's stack while the
-    // thread runs pool work, which includes this call.
-    scope_in_worker(unsafe { &*worker }, op)
-}
-
-fn scope_in_worker<'scope, OP, R>(worker: &WorkerThread, op: OP) -> R
-where
-    OP: FnOnce(&Scope<'scope>) -> R + Send,
-    R: Send,
-{
-    in_place_scope_in(worker.registry(), op)
+    in_worker(|worker, _| in_place_scope_in(worker.registry(), op))
 }
 
 /// Creates a scope whose body runs on the calling thread, even outside
@@ -112,12 +101,11 @@ where
 /// });
 /// assert_eq!(halves[0] + halves[1], 4950);
 /// ```
-#[cfg(not(loom))]
 pub fn in_place_scope<'scope, OP, R>(op: OP) -> R
 where
     OP: FnOnce(&Scope<'scope>) -> R,
 {
-    crate::with_current_registry(|registry| in_place_scope_in(registry, op))
+    Registry::with_current(|registry| in_place_scope_in(registry, op))
 }
 
 /// [`in_place_scope`] in the pool of `registry`.
@@ -150,7 +138,6 @@ where
 /// assert_eq!(*order.lock().unwrap(), [0, 1, 2, 3]);
 /// # Ok::<(), bwos::ThreadPoolBuildError>(())
 /// ```
-#[cfg(not(loom))]
 pub fn scope_fifo<'scope, OP, R>(op: OP) -> R
 where
     OP: FnOnce(&ScopeFifo<'scope>) -> R + Send,
@@ -160,7 +147,6 @@ where
 }
 
 /// [`in_place_scope`] with FIFO spawns, as in [`scope_fifo`].
-#[cfg(not(loom))]
 pub fn in_place_scope_fifo<'scope, OP, R>(op: OP) -> R
 where
     OP: FnOnce(&ScopeFifo<'scope>) -> R,
@@ -219,7 +205,7 @@ impl<'scope> Scope<'scope> {
     fn new(registry: &Arc<Registry>) -> Self {
         Scope {
             registry: Arc::clone(registry),
-            owner: registry.current_worker().map_or(ptr::null(), ptr::from_ref),
+            owner: registry.with_current_worker(|worker| worker.map_or(ptr::null(), ptr::from_ref)),
             counter: NowaCounter::new(),
             latch: WaiterLatch::for_current_thread(registry),
             panic: AtomicPtr::new(ptr::null_mut()),
@@ -328,21 +314,18 @@ impl<'scope> Scope<'scope> {
     /// Counts `job` in the scope and queues it: LIFO on the owner's queue
     /// or FIFO (see `Registry::push_fifo_or_inject`).
     fn queue(&self, job: JobRef, fifo: bool) {
-        let current = WorkerThread::current();
-        let on_owner = !current.is_null() && ptr::eq(current, self.owner);
-        if on_owner {
-            self.counter.spawn_on_owner_thread();
-        } else {
-            self.counter.spawn_elsewhere();
-        }
-        if fifo {
-            self.registry.push_fifo_or_inject(job);
-        } else if on_owner {
-            // SAFETY: `current` is the live worker of this thread.
-            unsafe { (*current).push_or_inject(job) };
-        } else {
-            self.registry.push_or_inject(job);
-        }
+        WorkerThread::with_current(|current| {
+            let owner = current.filter(|current| ptr::eq(*current, self.owner));
+            match owner {
+                Some(_) => self.counter.spawn_on_owner_thread(),
+                None => self.counter.spawn_elsewhere(),
+            }
+            match owner {
+                _ if fifo => self.registry.push_fifo_or_inject(job),
+                Some(owner) => owner.push_or_inject(job),
+                None => self.registry.push_or_inject(job),
+            }
+        });
     }
 
     fn run_spawned(&self, body: impl FnOnce()) {
@@ -391,5 +374,42 @@ impl<'scope> ScopePtr<'scope> {
 impl std::fmt::Debug for Scope<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Scope").finish_non_exhaustive()
+    }
+}
+
+impl ThreadPool {
+    /// [`scope`](crate::scope) in this pool.
+    pub fn scope<'scope, OP, R>(&self, op: OP) -> R
+    where
+        OP: FnOnce(&Scope<'scope>) -> R + Send,
+        R: Send,
+    {
+        self.install(|| crate::scope(op))
+    }
+
+    /// [`scope_fifo`](crate::scope_fifo) in this pool.
+    pub fn scope_fifo<'scope, OP, R>(&self, op: OP) -> R
+    where
+        OP: FnOnce(&ScopeFifo<'scope>) -> R + Send,
+        R: Send,
+    {
+        self.install(|| crate::scope_fifo(op))
+    }
+
+    /// [`in_place_scope`](crate::in_place_scope) with this pool: the body
+    /// runs on the calling thread, spawned closures in this pool.
+    pub fn in_place_scope<'scope, OP, R>(&self, op: OP) -> R
+    where
+        OP: FnOnce(&Scope<'scope>) -> R,
+    {
+        in_place_scope_in(&self.registry, op)
+    }
+
+    /// [`in_place_scope_fifo`](crate::in_place_scope_fifo) with this pool.
+    pub fn in_place_scope_fifo<'scope, OP, R>(&self, op: OP) -> R
+    where
+        OP: FnOnce(&ScopeFifo<'scope>) -> R,
+    {
+        self.in_place_scope(|base| op(ScopeFifo::from_base(base)))
     }
 }

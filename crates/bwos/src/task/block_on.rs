@@ -21,10 +21,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
 use super::executor::spawn_in;
-use crate::job::AbortOnUnwind;
-use crate::latch::{Latch, ThreadLatch};
-use crate::pool::registry::Registry;
-use crate::worker::WorkerThread;
+use crate::sched::job::AbortOnUnwind;
+use crate::sched::latch::{Latch, ThreadLatch};
+use crate::sched::registry::Registry;
 
 /// Runs `future` as a task of the current pool (the calling worker's pool,
 /// the global pool outside pools) and returns its output; the calling
@@ -52,7 +51,7 @@ where
     F: Future + Send,
     F::Output: Send,
 {
-    crate::with_current_registry(|registry| block_on_in(registry, future))
+    Registry::with_current(|registry| block_on_in(registry, future))
 }
 
 /// [`block_on`] on `registry`'s pool.
@@ -84,14 +83,7 @@ where
         }
         // The handle's waker fires once, at completion: one wait suffices,
         // and the poll after it returns `Ready`.
-        let worker = WorkerThread::current();
-        if worker.is_null() {
-            latch.0.core().wait_blocking();
-        } else {
-            // SAFETY: a non-null current worker lives on this thread's
-            // stack while it runs pool work.
-            unsafe { (*worker).wait_until(latch.0.core()) };
-        }
+        latch.0.core().wait();
     };
     guard.disarm();
     match outcome {

@@ -43,34 +43,19 @@
 //! its task, which keeps running.
 //!
 //! # Memory layout
-//! A task is one allocation: a header (the state word: `RUNNING`,
-//! `NOTIFIED`, `COMPLETE`, `CANCELLED`, join interest, join waker, and a
-//! reference count; a vtable; the slot in the pool's task list), the pool
-//! handle, the future (later its output) and the `JoinHandle`'s waker.
-//! Run-queue entries, wakers and the `JoinHandle` are pointers to it that
-//! each own one reference. See `task/raw.rs` and `task/state.rs` in the
-//! sources; the state machine is model-checked with loom and the
-//! allocation and waker code runs under Miri.
+//! A task is one allocation, tasks are queued in FIFO BWoS queues per
+//! worker: the task cell and the run queues are the scheduler core's
+//! (`sched/task/` and `sched/queues.rs` in the sources).
 
-#[cfg(not(loom))]
 pub(crate) mod block_on;
-#[cfg(not(loom))]
 pub(crate) mod executor;
-pub(crate) mod inject;
-#[cfg(not(loom))]
-pub(crate) mod list;
-#[cfg(not(loom))]
-pub(crate) mod raw;
-pub(crate) mod state;
 
-#[cfg(not(loom))]
-pub use raw::{JoinError, JoinHandle};
+pub use crate::sched::task::raw::{JoinError, JoinHandle};
 
-#[cfg(not(loom))]
+use crate::sched::pool::ThreadPool;
+use crate::sched::registry::Registry;
 use std::future::Future;
-#[cfg(not(loom))]
 use std::pin::Pin;
-#[cfg(not(loom))]
 use std::task::{Context, Poll};
 
 /// Spawns `future` as a task on the current pool: the pool of the calling
@@ -91,13 +76,12 @@ use std::task::{Context, Poll};
 /// });
 /// assert_eq!(sum, 285);
 /// ```
-#[cfg(not(loom))]
 pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    crate::with_current_registry(|registry| executor::spawn_in(registry, future))
+    Registry::with_current(|registry| executor::spawn_in(registry, future))
 }
 
 /// Yields to the other tasks of the worker: the calling task goes to the
@@ -122,20 +106,17 @@ where
 /// assert_eq!(*order.lock().unwrap(), ["other", "yielder"]);
 /// # Ok::<(), bwos::ThreadPoolBuildError>(())
 /// ```
-#[cfg(not(loom))]
 pub fn yield_now() -> YieldNow {
     YieldNow { yielded: false }
 }
 
 /// The future of [`yield_now`].
-#[cfg(not(loom))]
 #[derive(Debug)]
 #[must_use = "futures do nothing unless awaited"]
 pub struct YieldNow {
     yielded: bool,
 }
 
-#[cfg(not(loom))]
 impl Future for YieldNow {
     type Output = ();
 
@@ -148,5 +129,49 @@ impl Future for YieldNow {
         // ends: at the back of the worker's queue.
         cx.waker().wake_by_ref();
         Poll::Pending
+    }
+}
+
+impl ThreadPool {
+    /// Spawns `future` as a task of this pool (see
+    /// [`task::spawn`](crate::task::spawn)). Tasks do not keep the pool
+    /// alive: dropping the pool cancels those still pending.
+    ///
+    /// ```
+    /// let pool = bwos::ThreadPoolBuilder::new().num_threads(2).build()?;
+    /// let handle = pool.spawn_task(async { 6 * 7 });
+    /// assert_eq!(pool.block_on(handle).unwrap(), 42);
+    /// # Ok::<(), bwos::ThreadPoolBuildError>(())
+    /// ```
+    pub fn spawn_task<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        executor::spawn_in(&self.registry, future)
+    }
+
+    /// Runs `future` as a task of this pool and returns its output (see
+    /// [`block_on`](crate::block_on)): a thread outside the pool blocks, a
+    /// worker keeps running its pool's work meanwhile. A panic in the
+    /// future resumes here.
+    ///
+    /// ```
+    /// let pool = bwos::ThreadPoolBuilder::new().num_threads(2).build()?;
+    /// let data = vec![1u64, 2, 3, 4];
+    /// let sum = pool.block_on(async {
+    ///     // An async task can fork/join on the same pool.
+    ///     let (a, b) = bwos::join(|| data[..2].iter().sum::<u64>(), || data[2..].iter().sum::<u64>());
+    ///     a + b
+    /// });
+    /// assert_eq!(sum, 10);
+    /// # Ok::<(), bwos::ThreadPoolBuildError>(())
+    /// ```
+    pub fn block_on<F>(&self, future: F) -> F::Output
+    where
+        F: Future + Send,
+        F::Output: Send,
+    {
+        block_on::block_on_in(&self.registry, future)
     }
 }

@@ -6,7 +6,7 @@
 
 use bwos_queue::lifo;
 
-use crate::sync::{AtomicUsize, Mutex, Ordering};
+use crate::sched::sync::{AtomicUsize, Mutex, Ordering};
 
 /// Items moved to the spill at once when a participant's queue is full,
 /// and at most this many come back at once: the spill's lock is taken
@@ -31,7 +31,7 @@ impl<T> Spill<T> {
         }
     }
 
-    fn lock(&self) -> crate::sync::MutexGuard<'_, Vec<Vec<T>>> {
+    fn lock(&self) -> crate::sched::sync::MutexGuard<'_, Vec<Vec<T>>> {
         // A panic while the lock was held cannot leave a chunk half moved
         // (pushing and popping a `Vec` do not unwind midway).
         self.chunks

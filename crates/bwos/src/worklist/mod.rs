@@ -94,10 +94,11 @@ use bwos_queue::{Config, Steal, lifo};
 use crossbeam_utils::CachePadded;
 
 use self::core::{Spill, next_item, push_or_spill};
-use crate::pool::registry::Registry;
+use crate::sched::pool::ThreadPool;
+use crate::sched::registry::Registry;
+use crate::sched::steal::{StealBatch, VictimQueues};
+use crate::sched::worker::WorkerThread;
 use crate::scope::{Scope, in_place_scope_in};
-use crate::steal::{StealBatch, VictimQueues};
-use crate::worker::WorkerThread;
 
 /// Blocks per participant queue.
 const QUEUE_BLOCKS: usize = 32;
@@ -140,14 +141,7 @@ where
     T: Send,
     F: Fn(T, &Sink<'_, T>) + Sync,
 {
-    let worker = WorkerThread::current();
-    if worker.is_null() {
-        run_in(crate::pool::global::registry(), seeds, f);
-    } else {
-        // SAFETY: the current worker lives on this thread's stack while
-        // the thread runs pool work, which includes this call.
-        run_in_worker(unsafe { &*worker }, seeds, &f);
-    }
+    Registry::with_current(|registry| run_in(registry, seeds, f));
 }
 
 /// [`run`] on `registry`'s pool: on the calling worker if it belongs to
@@ -160,9 +154,16 @@ pub(crate) fn run_in<T, F>(
     T: Send,
     F: Fn(T, &Sink<'_, T>) + Sync,
 {
-    if let Some(worker) = registry.current_worker() {
-        return run_in_worker(worker, seeds, &f);
-    }
+    let not_on_a_worker = registry.with_current_worker(|worker| match worker {
+        Some(worker) => {
+            run_in_worker(worker, seeds, &f);
+            None
+        }
+        None => Some(seeds),
+    });
+    let Some(seeds) = not_on_a_worker else {
+        return;
+    };
     let seeds: Vec<T> = seeds.into_iter().collect();
     let f = &f;
     registry.in_worker(move |worker| run_in_worker(worker, seeds, f));
@@ -518,11 +519,10 @@ where
             if self.shared.is_stopped() {
                 return;
             }
-            let worker = WorkerThread::current();
-            // SAFETY: scope jobs run on workers of the scope's pool, whose
-            // `WorkerThread` lives on their stack while they run jobs.
-            let worker = unsafe { &*worker };
-            self.participate(worker, scope, None::<Vec<T>>);
+            WorkerThread::with_current(|worker| {
+                let worker = worker.expect("scope jobs run on workers of the scope's pool");
+                self.participate(worker, scope, None::<Vec<T>>);
+            });
         });
     }
 }
@@ -537,5 +537,35 @@ impl<T> Drop for StopOnPanic<'_, T> {
             // Relaxed: see `Shared::is_stopped`.
             self.0.stopped.store(true, Ordering::Relaxed);
         }
+    }
+}
+
+impl ThreadPool {
+    /// [`worklist::run`](crate::worklist::run) in this pool: processes
+    /// `seeds` and every item `f` pushes, each exactly once, on this
+    /// pool's workers.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    ///
+    /// let pool = bwos::ThreadPoolBuilder::new().num_threads(2).build()?;
+    /// let processed = AtomicUsize::new(0);
+    /// // A complete binary tree of depth 10, one item per node.
+    /// pool.worklist([0u32], |depth, sink| {
+    ///     processed.fetch_add(1, Ordering::Relaxed);
+    ///     if depth < 10 {
+    ///         sink.push(depth + 1);
+    ///         sink.push(depth + 1);
+    ///     }
+    /// });
+    /// assert_eq!(processed.into_inner(), 2047);
+    /// # Ok::<(), bwos::ThreadPoolBuildError>(())
+    /// ```
+    pub fn worklist<T, F>(&self, seeds: impl IntoIterator<Item = T>, f: F)
+    where
+        T: Send,
+        F: Fn(T, &crate::worklist::Sink<'_, T>) + Sync,
+    {
+        run_in(&self.registry, seeds, f);
     }
 }

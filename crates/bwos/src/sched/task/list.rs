@@ -173,7 +173,7 @@ mod tests {
     use std::task::{Poll, Waker};
 
     use super::*;
-    use crate::task::raw::{JoinHandle, Schedule, spawn};
+    use crate::sched::task::raw::{JoinHandle, Schedule, spawn};
 
     /// A scheduler with a list: queues entries until closed, then cancels
     /// them; unlists completed tasks.
@@ -240,7 +240,9 @@ mod tests {
         }
     }
 
-    fn outcome<T>(handle: &mut JoinHandle<T>) -> Poll<Result<T, crate::task::raw::JoinError>> {
+    fn outcome<T>(
+        handle: &mut JoinHandle<T>,
+    ) -> Poll<Result<T, crate::sched::task::raw::JoinError>> {
         let waker = Waker::noop();
         std::pin::Pin::new(handle).poll(&mut std::task::Context::from_waker(waker))
     }

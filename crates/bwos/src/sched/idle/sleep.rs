@@ -18,7 +18,7 @@
 
 use crossbeam_utils::CachePadded;
 
-use crate::latch::CoreLatch;
+use crate::sched::latch::CoreLatch;
 
 /// How a call to [`Sleep::sleep`] ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,8 +33,8 @@ pub(crate) enum SleepOutcome {
     Woken,
 }
 #[cfg(loom)]
-use crate::sync::park;
-use crate::sync::{AtomicU8, AtomicU64, AtomicUsize, Ordering, fence};
+use crate::sched::sync::park;
+use crate::sched::sync::{AtomicU8, AtomicU64, AtomicUsize, Ordering, fence};
 
 /// One searching worker in the counts word.
 const SEARCHER: u64 = 1;

@@ -16,11 +16,8 @@ use std::cell::Cell;
 
 use crossbeam_utils::CachePadded;
 
-#[cfg(not(loom))]
-use crate::idle::sleep::Sleep;
-#[cfg(loom)]
-use crate::sleep::Sleep;
-use crate::sync::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use super::sleep::Sleep;
+use crate::sched::sync::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// The watchdog word when no worker holds the role.
 const NO_WATCHDOG: usize = usize::MAX;

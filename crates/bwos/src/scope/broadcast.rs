@@ -14,9 +14,11 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::job::{HeapJob, JobRef};
-use crate::latch::{Latch, WaiterLatch};
-use crate::pool::registry::Registry;
+use super::spawn::detached_job;
+use crate::sched::job::{HeapJob, JobRef};
+use crate::sched::latch::{Latch, WaiterLatch};
+use crate::sched::pool::ThreadPool;
+use crate::sched::registry::Registry;
 
 /// Which worker a broadcast closure runs on.
 pub struct BroadcastContext<'a> {
@@ -66,13 +68,12 @@ impl fmt::Debug for BroadcastContext<'_> {
 /// assert_eq!(indices, [0, 1, 2]);
 /// # Ok::<(), bwos::ThreadPoolBuildError>(())
 /// ```
-#[cfg(not(loom))]
 pub fn broadcast<OP, R>(op: OP) -> Vec<R>
 where
     OP: Fn(BroadcastContext<'_>) -> R + Sync,
     R: Send,
 {
-    crate::with_current_registry(|registry| broadcast_in(registry, op))
+    Registry::with_current(|registry| broadcast_in(registry, op))
 }
 
 /// Runs `op` once on every worker of the current pool, detached: as
@@ -88,12 +89,31 @@ where
 /// assert_eq!(seen, [0, 1]);
 /// # Ok::<(), bwos::ThreadPoolBuildError>(())
 /// ```
-#[cfg(not(loom))]
 pub fn spawn_broadcast<OP>(op: OP)
 where
     OP: Fn(BroadcastContext<'_>) + Send + Sync + 'static,
 {
-    crate::with_current_registry(|registry| spawn_broadcast_in(registry, op));
+    Registry::with_current(|registry| spawn_broadcast_in(registry, op));
+}
+
+impl ThreadPool {
+    /// [`broadcast`](crate::broadcast) in this pool: runs `op` once on each
+    /// of its workers and returns the results by worker index.
+    pub fn broadcast<OP, R>(&self, op: OP) -> Vec<R>
+    where
+        OP: Fn(BroadcastContext<'_>) -> R + Sync,
+        R: Send,
+    {
+        broadcast_in(&self.registry, op)
+    }
+
+    /// [`spawn_broadcast`](crate::spawn_broadcast) in this pool.
+    pub fn spawn_broadcast<OP>(&self, op: OP)
+    where
+        OP: Fn(BroadcastContext<'_>) + Send + Sync + 'static,
+    {
+        spawn_broadcast_in(&self.registry, op);
+    }
 }
 
 /// What the calls of one blocking broadcast share; lives on the caller's
@@ -171,7 +191,9 @@ where
         .map(|index| {
             let op = Arc::clone(&op);
             // Holds a count of the pool until it has run, as `spawn` does.
-            registry.detached_job(move || op(BroadcastContext::new(index, num_threads)))
+            detached_job(registry, move || {
+                op(BroadcastContext::new(index, num_threads))
+            })
         })
         .collect();
     registry.broadcast_jobs(jobs);

@@ -13,7 +13,7 @@
 //! `task_injected_while_closing_is_never_stranded` checks this code with a
 //! loom queue; the pool uses crossbeam's `Injector`.
 
-use crate::sync::{AtomicBool, Ordering, fence};
+use crate::sched::sync::{AtomicBool, Ordering, fence};
 
 /// A multi-producer, multi-consumer FIFO of run-queue entries.
 pub(crate) trait EntryQueue {

@@ -1,20 +1,19 @@
-//! `ThreadPoolBuilder`: configuration, validation, and starting threads.
+//! `ThreadPoolBuilder`: the options of a pool and their validation. The
+//! threads are started in `start.rs`; the errors are `error.rs`'s.
 
 use std::any::Any;
 use std::fmt;
 use std::io;
-use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 
-use bwos_queue::{Config, fifo, lifo};
+use bwos_queue::Config;
 
-use super::ThreadPool;
-use super::registry::{PanicHandler, Registry, RegistryOptions, ThreadHandler};
-use crate::idle::{IdleConfig, IdlePolicy, default_sleep_threshold};
-use crate::steal::topology::{Topology, pin_current_thread};
-use crate::steal::{StealBatch, StealConfig, StealPolicy};
-use crate::task::executor::task_queue_config;
-use crate::worker::{WorkerSettings, WorkerThread, default_queue_config};
+use super::error::ThreadPoolBuildError;
+use super::idle::{IdleConfig, IdlePolicy, default_sleep_threshold};
+use super::pool::ThreadPool;
+use super::registry::{PanicHandler, ThreadHandler};
+use super::start::{ThreadBuilder, main_thread_stack_size};
+use super::steal::{StealBatch, StealPolicy};
 
 /// The environment variable that sets the default number of threads.
 pub const NUM_THREADS_ENV: &str = "BWOS_NUM_THREADS";
@@ -40,24 +39,24 @@ pub const MAX_THREADS: usize = 1 << 16;
 /// ```
 #[derive(Default)]
 pub struct ThreadPoolBuilder {
-    num_threads: usize,
-    thread_name: Option<Box<dyn FnMut(usize) -> String>>,
-    stack_size: Option<usize>,
-    panic_handler: Option<Box<PanicHandler>>,
-    queue_config: Option<Config>,
-    eager_join: bool,
-    steal_policy: StealPolicy,
-    probabilistic_steal: bool,
-    steal_batch: StealBatch,
-    idle_policy: IdlePolicy,
-    sleep_threshold: Option<u32>,
-    pin_threads: bool,
-    yield_to_victim: bool,
-    start_handler: Option<Box<ThreadHandler>>,
-    exit_handler: Option<Box<ThreadHandler>>,
-    use_current_thread: bool,
-    breadth_first: bool,
-    detach_threads_on_drop: bool,
+    pub(super) num_threads: usize,
+    pub(super) thread_name: Option<Box<dyn FnMut(usize) -> String>>,
+    pub(super) stack_size: Option<usize>,
+    pub(super) panic_handler: Option<Box<PanicHandler>>,
+    pub(super) queue_config: Option<Config>,
+    pub(super) eager_join: bool,
+    pub(super) steal_policy: StealPolicy,
+    pub(super) probabilistic_steal: bool,
+    pub(super) steal_batch: StealBatch,
+    pub(super) idle_policy: IdlePolicy,
+    pub(super) sleep_threshold: Option<u32>,
+    pub(super) pin_threads: bool,
+    pub(super) yield_to_victim: bool,
+    pub(super) start_handler: Option<Box<ThreadHandler>>,
+    pub(super) exit_handler: Option<Box<ThreadHandler>>,
+    pub(super) use_current_thread: bool,
+    pub(super) breadth_first: bool,
+    pub(super) detach_threads_on_drop: bool,
 }
 
 impl ThreadPoolBuilder {
@@ -339,7 +338,7 @@ impl ThreadPoolBuilder {
     }
 
     /// Checks the options that have constraints.
-    fn validate(&self) -> Result<(), ThreadPoolBuildError> {
+    pub(super) fn validate(&self) -> Result<(), ThreadPoolBuildError> {
         if let StealPolicy::BestOfMany { candidates: 0 } = self.steal_policy {
             return Err(ThreadPoolBuildError::InvalidOption {
                 option: "steal_policy",
@@ -392,7 +391,7 @@ impl ThreadPoolBuilder {
     }
 
     /// The idle settings of a pool of `num_threads` workers.
-    fn idle_config(&self, num_threads: usize) -> IdleConfig {
+    pub(super) fn idle_config(&self, num_threads: usize) -> IdleConfig {
         IdleConfig {
             policy: self.idle_policy,
             sleep_threshold: self
@@ -406,11 +405,11 @@ impl ThreadPoolBuilder {
     /// Starts the threads. Returns once every worker is running.
     pub fn build(self) -> Result<ThreadPool, ThreadPoolBuildError> {
         self.build_threads(&mut |thread| {
-            let mut builder = thread::Builder::new().name(match &thread.name {
-                Some(name) => name.clone(),
-                None => format!("bwos-worker-{}", thread.index),
+            let mut builder = thread::Builder::new().name(match thread.name() {
+                Some(name) => name.to_owned(),
+                None => format!("bwos-worker-{}", thread.index()),
             });
-            if let Some(bytes) = thread.stack_size.or_else(main_thread_stack_size) {
+            if let Some(bytes) = thread.stack_size().or_else(main_thread_stack_size) {
                 builder = builder.stack_size(bytes);
             }
             builder.spawn(move || thread.run()).map(Some)
@@ -491,116 +490,6 @@ impl ThreadPoolBuilder {
         })
     }
 
-    /// Starts the threads with `spawn`, which returns the handle of a
-    /// thread the pool should join when it is dropped.
-    fn build_threads(
-        self,
-        spawn: &mut dyn FnMut(ThreadBuilder) -> io::Result<Option<thread::JoinHandle<()>>>,
-    ) -> Result<ThreadPool, ThreadPoolBuildError> {
-        self.validate()?;
-        let num_threads = self.resolved_num_threads()?;
-        if self.use_current_thread && !WorkerThread::current().is_null() {
-            return Err(ThreadPoolBuildError::CurrentThreadAlreadyInPool);
-        }
-        let idle = self.idle_config(num_threads);
-        let mut name = self.thread_name;
-        let (queues, stealers): (Vec<_>, Vec<_>) = (0..num_threads)
-            .map(|_| lifo::new(self.queue_config.unwrap_or_else(default_queue_config)))
-            .unzip();
-        let settings = WorkerSettings {
-            lazy_queueing: !self.eager_join,
-            topology: (self.steal_policy == StealPolicy::Topology)
-                .then(|| Arc::new(Topology::detect())),
-            steal: StealConfig {
-                policy: self.steal_policy,
-                probabilistic: self.probabilistic_steal,
-                batch: self.steal_batch,
-            },
-            idle,
-            pin_threads: self.pin_threads,
-        };
-        let (task_queues, task_stealers): (Vec<_>, Vec<_>) = (0..num_threads)
-            .map(|_| fifo::new(task_queue_config()))
-            .unzip();
-        let options = RegistryOptions {
-            panic_handler: self.panic_handler,
-            start_handler: self.start_handler,
-            exit_handler: self.exit_handler,
-            breadth_first: self.breadth_first,
-            uses_building_thread: self.use_current_thread,
-        };
-        let registry = Arc::new(Registry::new(
-            stealers,
-            task_stealers,
-            options,
-            !self.detach_threads_on_drop,
-        ));
-        let started = Arc::new(Started::default());
-        let mut handles = Vec::with_capacity(num_threads);
-        let mut spawned = 0;
-        let mut building_worker = None;
-        for (index, (queue, tasks)) in queues.into_iter().zip(task_queues).enumerate() {
-            if index == 0 && self.use_current_thread {
-                building_worker = Some((queue, tasks));
-                continue;
-            }
-            let worker_registry = Arc::clone(&registry);
-            let worker_started = Arc::clone(&started);
-            let worker_settings = settings.clone();
-            let thread = ThreadBuilder {
-                index,
-                name: name.as_mut().map(|name| name(index)),
-                stack_size: self.stack_size,
-                body: Box::new(move || {
-                    WorkerThread::main(
-                        worker_registry,
-                        index,
-                        queue,
-                        tasks,
-                        worker_settings,
-                        worker_started,
-                    )
-                }),
-            };
-            match spawn(thread) {
-                Ok(handle) => {
-                    spawned += 1;
-                    handles.extend(handle);
-                }
-                Err(error) => {
-                    // Stop and join the workers started so far.
-                    started.wait_for(spawned);
-                    registry.add_handles(handles);
-                    drop(ThreadPool { registry });
-                    return Err(ThreadPoolBuildError::Spawn(error));
-                }
-            }
-        }
-        started.wait_for(spawned);
-        registry.add_handles(handles);
-        if let Some((queue, tasks)) = building_worker {
-            if settings.pin_threads
-                && let Err(error) = pin_current_thread(0)
-            {
-                started.worker_failed(0, error);
-            } else {
-                WorkerThread::adopt_current_thread(
-                    Arc::clone(&registry),
-                    0,
-                    queue,
-                    tasks,
-                    settings,
-                );
-            }
-        }
-        let pool = ThreadPool { registry };
-        if let Some((worker, error)) = started.take_failure() {
-            drop(pool);
-            return Err(ThreadPoolBuildError::Pin { worker, error });
-        }
-        Ok(pool)
-    }
-
     /// Builds the global pool used by the free functions outside any pool.
     ///
     /// # Errors
@@ -620,100 +509,6 @@ impl ThreadPoolBuilder {
         F: FnMut(ThreadBuilder) -> io::Result<()>,
     {
         super::global::set(|| self.build_with_spawn_handler(spawn))
-    }
-}
-
-/// A worker thread to start, as a spawn handler gets it
-/// ([`ThreadPoolBuilder::build_with_spawn_handler`]): the handler starts a
-/// thread that calls [`run`](Self::run).
-pub struct ThreadBuilder {
-    index: usize,
-    name: Option<String>,
-    stack_size: Option<usize>,
-    body: Box<dyn FnOnce() + Send>,
-}
-
-impl ThreadBuilder {
-    /// The worker's index in its pool.
-    pub fn index(&self) -> usize {
-        self.index
-    }
-
-    /// The name [`ThreadPoolBuilder::thread_name`] gives this worker, if
-    /// it was called.
-    pub fn name(&self) -> Option<&str> {
-        self.name.as_deref()
-    }
-
-    /// The stack size [`ThreadPoolBuilder::stack_size`] asks for, if it
-    /// was called (bwos's own threads otherwise get the main thread's
-    /// stack size; a handler decides for itself).
-    pub fn stack_size(&self) -> Option<usize> {
-        self.stack_size
-    }
-
-    /// Runs the worker on the calling thread until the pool stops.
-    pub fn run(self) {
-        (self.body)();
-    }
-}
-
-impl fmt::Debug for ThreadBuilder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ThreadBuilder")
-            .field("index", &self.index)
-            .field("name", &self.name)
-            .field("stack_size", &self.stack_size)
-            .finish_non_exhaustive()
-    }
-}
-
-/// Counts the workers that registered their thread handle, so that the
-/// pool is returned only when every worker can be woken.
-#[derive(Default)]
-pub(crate) struct Started {
-    state: Mutex<StartState>,
-    all: Condvar,
-}
-
-#[derive(Default)]
-struct StartState {
-    count: usize,
-    /// The first worker that could not be set up as asked (pinning).
-    failure: Option<(usize, io::Error)>,
-}
-
-impl Started {
-    pub(crate) fn worker_started(&self) {
-        self.lock().count += 1;
-        self.all.notify_all();
-    }
-
-    /// Worker `index` could not be set up as configured; `build` stops the
-    /// pool and returns the error.
-    pub(crate) fn worker_failed(&self, index: usize, error: io::Error) {
-        self.lock().failure.get_or_insert((index, error));
-    }
-
-    fn take_failure(&self) -> Option<(usize, io::Error)> {
-        self.lock().failure.take()
-    }
-
-    fn wait_for(&self, workers: usize) {
-        let mut state = self.lock();
-        while state.count < workers {
-            state = self
-                .all
-                .wait(state)
-                .unwrap_or_else(|poison| poison.into_inner());
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, StartState> {
-        // Nothing panics while holding this lock.
-        self.state
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
     }
 }
 
@@ -743,133 +538,6 @@ impl fmt::Debug for ThreadPoolBuilder {
             .field("detach_threads_on_drop", &self.detach_threads_on_drop)
             .finish()
     }
-}
-
-/// Why a pool could not be built.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum ThreadPoolBuildError {
-    /// `BWOS_NUM_THREADS` is not a number.
-    InvalidEnvironment {
-        /// The variable's value.
-        value: String,
-    },
-    /// More threads than [`MAX_THREADS`] were asked for.
-    TooManyThreads {
-        /// The number asked for.
-        requested: usize,
-    },
-    /// The global pool exists already.
-    GlobalPoolAlreadyInitialized,
-    /// [`ThreadPoolBuilder::use_current_thread`] on a thread that is a
-    /// worker of a pool already.
-    CurrentThreadAlreadyInPool,
-    /// Building the global pool on first use failed earlier; the failure is
-    /// kept and the build not retried.
-    GlobalPoolBuildFailed {
-        /// The message of the original build error.
-        reason: String,
-    },
-    /// The operating system refused to start a thread.
-    Spawn(io::Error),
-    /// An option has a value it does not allow.
-    InvalidOption {
-        /// The builder method.
-        option: &'static str,
-        /// The value given.
-        value: String,
-        /// What is allowed.
-        allowed: &'static str,
-    },
-    /// A worker could not be pinned to a CPU
-    /// ([`ThreadPoolBuilder::pin_threads`]).
-    Pin {
-        /// The worker's index.
-        worker: usize,
-        /// Why the OS refused.
-        error: io::Error,
-    },
-}
-
-impl fmt::Display for ThreadPoolBuildError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ThreadPoolBuildError::InvalidEnvironment { value } => write!(
-                f,
-                "{NUM_THREADS_ENV}={value:?} is not a number of threads: \
-                 use a whole number from 1 to {MAX_THREADS}, or 0 for one thread per core"
-            ),
-            ThreadPoolBuildError::TooManyThreads { requested } => write!(
-                f,
-                "a pool of {requested} threads was requested; at most {MAX_THREADS} are allowed"
-            ),
-            ThreadPoolBuildError::GlobalPoolAlreadyInitialized => f.write_str(
-                "the global thread pool exists already (build_global must come before \
-                 the first use of the free functions)",
-            ),
-            ThreadPoolBuildError::CurrentThreadAlreadyInPool => f.write_str(
-                "use_current_thread was asked on a thread that is already a worker of a \
-                 pool; build the pool from a thread outside every pool",
-            ),
-            ThreadPoolBuildError::GlobalPoolBuildFailed { reason } => write!(
-                f,
-                "the global thread pool failed to build on first use ({reason}); the \
-                 failure is kept and the build is not retried: fix the cause and restart, \
-                 or call build_global before the first use of the free functions"
-            ),
-            ThreadPoolBuildError::Spawn(error) => {
-                write!(f, "could not start a worker thread: {error}")
-            }
-            ThreadPoolBuildError::InvalidOption {
-                option,
-                value,
-                allowed,
-            } => write!(
-                f,
-                "ThreadPoolBuilder::{option}({value}) is invalid: {allowed}"
-            ),
-            ThreadPoolBuildError::Pin { worker, error } => {
-                write!(f, "could not pin worker {worker} to a CPU: {error}")
-            }
-        }
-    }
-}
-
-impl std::error::Error for ThreadPoolBuildError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            ThreadPoolBuildError::Spawn(error) | ThreadPoolBuildError::Pin { error, .. } => {
-                Some(error)
-            }
-            _ => None,
-        }
-    }
-}
-
-/// The default worker stack size: the main thread's, that is the soft
-/// `RLIMIT_STACK`, clamped to 2..=64 MiB (an unlimited limit gives 64 MiB).
-/// `None` (std's choice) when `RUST_MIN_STACK` is set or the limit cannot
-/// be read.
-fn main_thread_stack_size() -> Option<usize> {
-    const MIN: usize = 2 << 20;
-    const MAX: usize = 64 << 20;
-    // Miri does not model `getrlimit`: std's default there.
-    if cfg!(miri) || std::env::var_os("RUST_MIN_STACK").is_some() {
-        return None;
-    }
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `getrlimit` only writes one `rlimit` into the struct it is
-    // given, which lives on this frame.
-    if unsafe { libc::getrlimit(libc::RLIMIT_STACK, &mut limit) } != 0 {
-        return None;
-    }
-    if limit.rlim_cur == libc::RLIM_INFINITY {
-        return Some(MAX);
-    }
-    Some(usize::try_from(limit.rlim_cur).map_or(MAX, |bytes| bytes.clamp(MIN, MAX)))
 }
 
 #[cfg(test)]

@@ -4,23 +4,27 @@
 
 use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
+use std::ptr;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::{JoinHandle, Thread};
 
 use bwos_queue::{fifo, lifo};
-use crossbeam_deque::{Injector, Steal};
+use crossbeam_deque::Injector;
 use crossbeam_utils::CachePadded;
 
-use crate::idle::balance::Balance;
-use crate::idle::sleep::Sleep;
-use crate::job::{HeapJob, JobRef, StackJob};
-use crate::latch::{CoreLatch, ThreadLatch};
-use crate::stats::{PoolStats, WorkerCounters};
-use crate::steal::WhereWorkersRun;
-use crate::sync::{AtomicUsize, Ordering};
-use crate::task::executor::PoolTasks;
-use crate::task::raw::Notified;
-use crate::worker::WorkerThread;
+use super::driver::DriverSlot;
+use super::global;
+use super::idle::balance::Balance;
+use super::idle::sleep::Sleep;
+use super::job::{HeapJob, JobRef, StackJob};
+use super::latch::{CoreLatch, ThreadLatch};
+use super::queues::take_oldest;
+use super::stats::{PoolStats, WorkerCounters};
+use super::steal::WhereWorkersRun;
+use super::sync::{AtomicUsize, Ordering};
+use super::task::pool_tasks::PoolTasks;
+use super::task::raw::Notified;
+use super::worker::WorkerThread;
 
 /// The handler of panics in `spawn`ed jobs.
 pub(crate) type PanicHandler = dyn Fn(Box<dyn Any + Send>) + Send + Sync;
@@ -69,8 +73,9 @@ pub(crate) struct Registry {
     pub(crate) tasks: PoolTasks,
     /// Workers that have not stopped yet; the last to stop closes `tasks`.
     running_workers: AtomicUsize,
-    /// The I/O driver, created by the first socket of the pool.
-    pub(crate) io: crate::io::DriverSlot,
+    /// The driver the workers park in (the I/O driver, created by the
+    /// pool's first socket; see `driver.rs`).
+    pub(crate) driver: DriverSlot,
 }
 
 impl Registry {
@@ -110,7 +115,7 @@ impl Registry {
             // The building thread, if it is worker 0, never stops.
             running_workers: AtomicUsize::new(n - usize::from(options.uses_building_thread)),
             options,
-            io: crate::io::DriverSlot::default(),
+            driver: DriverSlot::default(),
         }
     }
 
@@ -163,13 +168,13 @@ impl Registry {
         if let Some(thread) = self.threads[index].get() {
             thread.unpark();
         }
-        if let Some(driver) = self.io.get() {
+        if let Some(driver) = self.driver.get() {
             driver.unpark(index);
         }
     }
 
-    /// Parks sleeping worker `index`: in the I/O driver if the pool has
-    /// one and nobody else blocks in it, else on the thread's park token.
+    /// Parks sleeping worker `index`: in the pool's driver if it has one
+    /// and nobody else blocks in it, else on the thread's park token.
     /// Returns whether the driver woke tasks (see
     /// `Sleep::sleep_parking_with`); if it woke several, a sleeping worker
     /// is woken to share them.
@@ -179,7 +184,7 @@ impl Registry {
         still_asleep: &dyn Fn() -> bool,
         wake_early: &dyn Fn(),
     ) -> bool {
-        if let Some(driver) = self.io.get()
+        if let Some(driver) = self.driver.get()
             && let Some(woken) = driver.park(index, still_asleep, wake_early)
         {
             if woken > 1 {
@@ -189,23 +194,14 @@ impl Registry {
             }
             return woken > 0;
         }
-        crate::sync::park();
+        super::sync::park();
         false
     }
 
-    /// The pool's I/O driver, created by the first socket. A new driver
-    /// wakes a sleeping worker, which then parks in it: until then its
-    /// workers sleep on their futexes, deaf to I/O.
-    pub(crate) fn io_driver(&self) -> std::io::Result<Arc<crate::io::driver::Driver>> {
-        self.io.get_or_create(|| {
-            self.sleep.wake_one(|index| self.unpark(index));
-        })
-    }
-
-    /// Polls the I/O driver without blocking, if the pool has one and
-    /// nobody else polls it; the tasks it wakes join this worker's queue.
-    pub(crate) fn poll_io_now(&self) {
-        if let Some(driver) = self.io.get() {
+    /// Polls the pool's driver without blocking, if it has one and nobody
+    /// else polls it; the tasks it wakes join this worker's queue.
+    pub(crate) fn poll_driver_now(&self) {
+        if let Some(driver) = self.driver.get() {
             driver.poll_now();
         }
     }
@@ -250,21 +246,28 @@ impl Registry {
     /// belongs to this pool, else in the task injector (waking a sleeper
     /// if nobody searches). After the pool closed, cancels it.
     pub(crate) fn schedule_task(&self, task: Notified) {
-        match self.current_worker() {
+        self.with_current_worker(|worker| match worker {
             Some(worker) => worker.push_task(task),
             None => self.inject_task(task),
-        }
+        });
     }
 
-    /// The calling thread's worker, if it is one of this registry's.
-    pub(crate) fn current_worker(&self) -> Option<&WorkerThread> {
-        let worker = WorkerThread::current();
-        // SAFETY: a non-null current worker lives on this thread's stack
-        // for as long as the thread runs pool work, which outlasts any
-        // borrow of `self` on this thread.
-        (!worker.is_null() && ptr_eq(unsafe { (*worker).registry_ptr() }, self)).then(|| {
-            // SAFETY: as above.
-            unsafe { &*worker }
+    /// Calls `f` with the calling thread's worker if it is one of this
+    /// registry's, else with `None`.
+    #[inline]
+    pub(crate) fn with_current_worker<R>(&self, f: impl FnOnce(Option<&WorkerThread>) -> R) -> R {
+        WorkerThread::with_current(|worker| {
+            f(worker.filter(|worker| ptr::eq(Arc::as_ptr(worker.registry()), self)))
+        })
+    }
+
+    /// Calls `f` with the current pool's registry: the calling worker's,
+    /// or the global pool's outside pools.
+    #[inline]
+    pub(crate) fn with_current<R>(f: impl FnOnce(&Arc<Registry>) -> R) -> R {
+        WorkerThread::with_current(|worker| match worker {
+            Some(worker) => f(worker.registry()),
+            None => f(global::registry()),
         })
     }
 
@@ -272,7 +275,7 @@ impl Registry {
     /// moves a batch of injected tasks to its queue, so that they run
     /// before the yielder comes round again.
     pub(crate) fn yield_task(&self, task: Notified) {
-        match self.current_worker() {
+        self.with_current_worker(|worker| match worker {
             Some(worker) => {
                 if self.tasks.has_injected() {
                     worker.move_injected_tasks();
@@ -280,7 +283,7 @@ impl Registry {
                 worker.push_task(task);
             }
             None => self.inject_task(task),
-        }
+        });
     }
 
     /// Queues a task from outside the pool (or from a full task queue).
@@ -297,18 +300,10 @@ impl Registry {
         // stopped (their queues are empty).
         if self.running_workers.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.tasks.close();
-            if let Some(driver) = self.io.get() {
+            if let Some(driver) = self.driver.get() {
                 driver.shut_down();
             }
         }
-    }
-
-    /// Whether the calling thread is a worker of this registry.
-    pub(crate) fn is_current(&self) -> bool {
-        let worker = WorkerThread::current();
-        // SAFETY: a non-null current worker lives on this thread's stack
-        // for as long as the thread runs pool work.
-        !worker.is_null() && ptr_eq(unsafe { (*worker).registry_ptr() }, self)
     }
 
     /// Runs `op` on a worker of this pool and returns its result; panics
@@ -318,101 +313,38 @@ impl Registry {
         OP: FnOnce(&WorkerThread) -> R + Send,
         R: Send,
     {
-        let worker = WorkerThread::current();
-        if worker.is_null() {
-            return self.in_worker_injected(None, op);
-        }
-        // SAFETY: as in `is_current`.
-        let worker = unsafe { &*worker };
-        if ptr_eq(worker.registry_ptr(), self) {
-            op(worker)
-        } else {
-            self.in_worker_injected(Some(worker), op)
-        }
+        WorkerThread::with_current(|worker| match worker {
+            Some(worker) if ptr::eq(Arc::as_ptr(worker.registry()), &**self) => op(worker),
+            _ => self.in_worker_injected(op),
+        })
     }
 
-    /// Injects `op` and waits for it: a thread outside every pool
-    /// (`waiting` is `None`) blocks; a worker of another pool keeps running
-    /// its own pool's work meanwhile.
+    /// Injects `op` and waits for it: a thread outside every pool blocks;
+    /// a worker of another pool keeps running its own pool's work
+    /// meanwhile.
     #[cold]
-    fn in_worker_injected<OP, R>(&self, waiting: Option<&WorkerThread>, op: OP) -> R
+    fn in_worker_injected<OP, R>(&self, op: OP) -> R
     where
         OP: FnOnce(&WorkerThread) -> R + Send,
         R: Send,
     {
         let job = StackJob::new(ThreadLatch::for_current_thread(), || {
-            // SAFETY: injected jobs run on workers of this registry.
-            op(unsafe { &*WorkerThread::current() })
+            WorkerThread::with_current(|worker| {
+                op(worker.expect("injected jobs run on workers of their registry"))
+            })
         });
         self.inject(job.as_job_ref());
-        match waiting {
-            Some(worker) => worker.wait_until(job.latch().core()),
-            None => job.latch().core().wait_blocking(),
-        }
+        job.latch().core().wait();
         job.into_result().into_value()
     }
 
     /// Pushes `job` on the calling worker's queue if it belongs to this
     /// pool, else injects it.
     pub(crate) fn push_or_inject(&self, job: JobRef) {
-        match self.current_worker() {
+        self.with_current_worker(|worker| match worker {
             Some(worker) => worker.push_or_inject(job),
             None => self.inject(job),
-        }
-    }
-
-    /// Runs `func` on the pool, detached; its panic goes to the panic
-    /// handler. The pool stays alive until it has run. In a breadth-first
-    /// pool it queues as [`spawn_fifo`](Self::spawn_fifo) does.
-    pub(crate) fn spawn<F>(self: &Arc<Self>, func: F)
-    where
-        F: FnOnce() + Send + 'static,
-    {
-        let job = self.detached_job(func);
-        if self.options.breadth_first {
-            self.push_fifo_or_inject(job);
-        } else {
-            self.push_detached(job);
-        }
-    }
-
-    /// As [`spawn`](Self::spawn), but jobs spawned FIFO by the same worker
-    /// start in the order they were spawned (see [`push_fifo_or_inject`]).
-    ///
-    /// [`push_fifo_or_inject`]: Self::push_fifo_or_inject
-    pub(crate) fn spawn_fifo<F>(self: &Arc<Self>, func: F)
-    where
-        F: FnOnce() + Send + 'static,
-    {
-        let job = self.detached_job(func);
-        self.push_fifo_or_inject(job);
-    }
-
-    /// `func` as a job that holds a count of the pool until it has run and
-    /// hands its panic to the panic handler.
-    pub(crate) fn detached_job<F>(self: &Arc<Self>, func: F) -> JobRef
-    where
-        F: FnOnce() + Send + 'static,
-    {
-        self.increment_terminate_count();
-        let registry = Arc::clone(self);
-        HeapJob::into_job_ref(move || {
-            if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(func)) {
-                registry.handle_panic(payload);
-            }
-            registry.decrement_terminate_count();
-        })
-    }
-
-    /// Queues a job nobody waits for. A worker that does not run the
-    /// scheduler loop (the building thread of a pool built with
-    /// `use_current_thread`) would keep it private while it does other
-    /// things: it injects it instead.
-    fn push_detached(&self, job: JobRef) {
-        match self.current_worker() {
-            Some(worker) if !worker.is_building_thread() => worker.push_or_inject(job),
-            _ => self.inject(job),
-        }
+        });
     }
 
     /// Queues `job` so that the jobs queued this way by one worker start
@@ -423,7 +355,7 @@ impl Registry {
     /// scope): FIFO order holds among all of them. Outside the pool the
     /// job is injected, and injected jobs start in order too.
     pub(crate) fn push_fifo_or_inject(self: &Arc<Self>, job: JobRef) {
-        match self.current_worker() {
+        self.with_current_worker(|worker| match worker {
             Some(worker) if !worker.is_building_thread() => {
                 let index = worker.index();
                 self.fifos[index].push(job);
@@ -441,7 +373,7 @@ impl Registry {
                 worker.push_or_inject(trampoline);
             }
             _ => self.inject(job),
-        }
+        });
     }
 
     fn take_fifo(&self, index: usize) -> Option<JobRef> {
@@ -458,7 +390,7 @@ impl Registry {
         // The producer's half of the Dekker pair with a sleeper's final
         // look (`has_visible_work`): the pushes above are ordered before
         // the reads of the sleep states in `wake`.
-        crate::sync::fence(Ordering::SeqCst);
+        super::sync::fence(Ordering::SeqCst);
         for index in 0..self.num_threads() {
             self.sleep.wake(index, |index| self.unpark(index));
         }
@@ -548,23 +480,25 @@ impl Registry {
     }
 }
 
+/// Runs `op` on the calling worker, or, from a thread outside every pool,
+/// on a worker of the global pool while the caller blocks; `op` learns
+/// which (`true`: it was injected into the global pool). The entry of the
+/// free functions (`join`, `scope`, ...) into the pools, as rayon-core's
+/// `registry::in_worker`.
+#[inline]
+pub(crate) fn in_worker<OP, R>(op: OP) -> R
+where
+    OP: FnOnce(&WorkerThread, bool) -> R + Send,
+    R: Send,
+{
+    WorkerThread::with_current(|worker| match worker {
+        Some(worker) => op(worker, false),
+        None => global::registry().in_worker(|worker| op(worker, true)),
+    })
+}
+
 impl WhereWorkersRun for Registry {
     fn cpu_of(&self, index: usize) -> Option<u32> {
         self.balance.cpu_of(index)
     }
-}
-
-/// The oldest job of `queue`, retrying while thieves contend for it.
-fn take_oldest(queue: &Injector<JobRef>) -> Option<JobRef> {
-    loop {
-        match queue.steal() {
-            Steal::Success(job) => return Some(job),
-            Steal::Empty => return None,
-            Steal::Retry => {}
-        }
-    }
-}
-
-fn ptr_eq(a: *const Registry, b: &Registry) -> bool {
-    std::ptr::eq(a, b)
 }

@@ -14,7 +14,7 @@
 //! or the waker sees the worker in the seat and writes the eventfd (the
 //! loom model `driver_seat_no_lost_wakeup` checks the real code).
 
-use crate::sync::{AtomicUsize, Ordering, fence};
+use crate::sched::sync::{AtomicUsize, Ordering, fence};
 
 /// No worker blocks in the driver.
 const EMPTY: usize = usize::MAX;

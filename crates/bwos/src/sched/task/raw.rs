@@ -38,7 +38,7 @@ use std::ptr::NonNull;
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
 use super::state::{EndPoll, StartPoll, State, Wake};
-use crate::job::JobRef;
+use crate::sched::job::JobRef;
 
 /// How a task is queued when it is woken: the executor's side of a task.
 pub(crate) trait Schedule: Send + Sync + 'static {

@@ -6,12 +6,16 @@
 //! wake-up cannot be lost: either the setter sees `SLEEPING` and unparks
 //! the waiter, or the waiter's announcement fails because the latch is set.
 //!
-//! How the setter wakes the waiter depends on who waits, hence two
+//! How the setter wakes the waiter depends on who waits, hence three
 //! wrappers: [`WorkerLatch`] (the waiter is a worker of the pool whose
-//! worker sets it: joins and scopes) and [`ThreadLatch`] (any thread: work
-//! injected from outside a pool or from another pool, and shutdown).
+//! worker sets it: joins and scopes), [`ThreadLatch`] (any thread: work
+//! injected from outside a pool or from another pool, `block_on`) and
+//! [`WaiterLatch`] (one of the two, chosen for the calling thread: scopes
+//! run in place, broadcasts).
 
-use crate::sync::{AtomicU8, Ordering, Thread, park};
+use super::sync::{AtomicU8, Ordering, Thread, park};
+#[cfg(not(loom))]
+use super::{registry::Registry, worker::WorkerThread};
 
 const UNSET: u8 = 0;
 const SLEEPING: u8 = 1;
@@ -91,6 +95,20 @@ impl CoreLatch {
             }
         }
     }
+
+    /// Waits until the latch is set, the one way every front end waits: a
+    /// worker (of any pool) runs its pool's work meanwhile
+    /// ([`WorkerThread::wait_until`]), any other thread blocks
+    /// ([`wait_blocking`](Self::wait_blocking)). The setter must wake the
+    /// calling thread as the latch it belongs to was made for it (a
+    /// [`ThreadLatch`] or [`WaiterLatch`] created on this thread does).
+    #[cfg(not(loom))]
+    pub(crate) fn wait(&self) {
+        WorkerThread::with_current(|worker| match worker {
+            Some(worker) => worker.wait_until(self),
+            None => self.wait_blocking(),
+        });
+    }
 }
 
 /// A latch whose waiter is a worker of a pool and whose setter is a worker
@@ -101,12 +119,12 @@ impl CoreLatch {
 #[cfg(not(loom))]
 pub(crate) struct WorkerLatch {
     core: CoreLatch,
-    owner: *const crate::worker::WorkerThread,
+    owner: *const WorkerThread,
 }
 
 #[cfg(not(loom))]
 impl WorkerLatch {
-    pub(crate) fn new(owner: &crate::worker::WorkerThread) -> Self {
+    pub(crate) fn new(owner: &WorkerThread) -> Self {
         WorkerLatch {
             core: CoreLatch::new(),
             owner,
@@ -173,7 +191,7 @@ enum Waiter {
     /// The `Arc` keeps the registry alive for the setter's wake-up, which
     /// may come after the waiter has returned.
     #[cfg(not(loom))]
-    Worker(std::sync::Arc<crate::pool::registry::Registry>, usize),
+    Worker(std::sync::Arc<Registry>, usize),
 }
 
 impl Waiter {
@@ -190,21 +208,15 @@ impl ThreadLatch {
     /// A latch the current thread will wait on.
     pub(crate) fn for_current_thread() -> Self {
         #[cfg(not(loom))]
-        {
-            let worker = crate::worker::WorkerThread::current();
-            if !worker.is_null() {
-                // SAFETY: a non-null current worker lives on this thread's
-                // stack (or is leaked) while the thread runs pool work.
-                let worker = unsafe { &*worker };
-                return ThreadLatch {
-                    core: CoreLatch::new(),
-                    waiter: Waiter::Worker(worker.registry().clone(), worker.index()),
-                };
-            }
-        }
+        let waiter = WorkerThread::with_current(|worker| match worker {
+            Some(worker) => Waiter::Worker(worker.registry().clone(), worker.index()),
+            None => Waiter::Thread(super::sync::current_thread()),
+        });
+        #[cfg(loom)]
+        let waiter = Waiter::Thread(super::sync::current_thread());
         ThreadLatch {
             core: CoreLatch::new(),
-            waiter: Waiter::Thread(crate::sync::current_thread()),
+            waiter,
         }
     }
 
@@ -239,11 +251,11 @@ pub(crate) enum WaiterLatch {
 impl WaiterLatch {
     /// A latch the calling thread will wait on, set by workers of
     /// `registry`.
-    pub(crate) fn for_current_thread(registry: &crate::pool::registry::Registry) -> Self {
-        match registry.current_worker() {
+    pub(crate) fn for_current_thread(registry: &Registry) -> Self {
+        registry.with_current_worker(|worker| match worker {
             Some(worker) => WaiterLatch::Worker(WorkerLatch::new(worker)),
             None => WaiterLatch::Thread(ThreadLatch::for_current_thread()),
-        }
+        })
     }
 
     pub(crate) fn core(&self) -> &CoreLatch {
@@ -253,18 +265,10 @@ impl WaiterLatch {
         }
     }
 
-    /// Waits until the latch is set, on the thread that created it: a
-    /// worker (of any pool) runs its pool's work meanwhile, any other
-    /// thread blocks.
+    /// Waits until the latch is set, on the thread that created it (see
+    /// [`CoreLatch::wait`]).
     pub(crate) fn wait(&self) {
-        let worker = crate::worker::WorkerThread::current();
-        if worker.is_null() {
-            self.core().wait_blocking();
-        } else {
-            // SAFETY: a non-null current worker lives on this thread's
-            // stack (or is leaked) while the thread runs pool work.
-            unsafe { (*worker).wait_until(self.core()) };
-        }
+        self.core().wait();
     }
 }
 

@@ -23,9 +23,11 @@
 use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
 
-use crate::job::{JobResult, StackJob};
-use crate::latch::WorkerLatch;
-use crate::worker::WorkerThread;
+use crate::sched::job::{JobResult, StackJob};
+use crate::sched::latch::WorkerLatch;
+use crate::sched::pool::ThreadPool;
+use crate::sched::registry::in_worker;
+use crate::sched::worker::WorkerThread;
 
 /// The queued jobs a worker keeps in its own block before `join` stops
 /// queueing `b`. Beyond this depth a join runs its closures one after the
@@ -62,13 +64,7 @@ where
     RA: Send,
     RB: Send,
 {
-    let worker = WorkerThread::current();
-    if worker.is_null() {
-        return crate::pool::global::registry().in_worker(|worker| join_in_worker(worker, a, b));
-    }
-    // SAFETY: the current worker lives on this thread's stack while the
-    // thread runs pool work, which includes this call.
-    join_in_worker(unsafe { &*worker }, a, b)
+    in_worker(|worker, _| join_in_worker(worker, a, b))
 }
 
 /// How a closure of [`join_context`] is being run: whether it migrated,
@@ -120,14 +116,7 @@ where
     RA: Send,
     RB: Send,
 {
-    let worker = WorkerThread::current();
-    if worker.is_null() {
-        return crate::pool::global::registry()
-            .in_worker(|worker| join_context_in_worker(worker, a, b, true));
-    }
-    // SAFETY: the current worker lives on this thread's stack while the
-    // thread runs pool work, which includes this call.
-    join_context_in_worker(unsafe { &*worker }, a, b, false)
+    in_worker(|worker, injected| join_context_in_worker(worker, a, b, injected))
 }
 
 /// [`join_context`] on `worker`; `injected`: the caller is not on this
@@ -156,9 +145,10 @@ where
         worker,
         move || a(context(injected)),
         move || {
-            b(context(
-                injected || WorkerThread::current() as usize != origin,
-            ))
+            let here = WorkerThread::with_current(|current| {
+                current.map_or(0, |current| std::ptr::from_ref(current) as usize)
+            });
+            b(context(injected || here != origin))
         },
     )
 }
@@ -277,7 +267,7 @@ where
 fn reclaim_b<B, RB>(
     worker: &WorkerThread,
     job_b: &StackJob<WorkerLatch, B, RB>,
-    mut popped: Option<crate::job::JobRef>,
+    mut popped: Option<crate::sched::job::JobRef>,
 ) -> JobResult<RB>
 where
     B: FnOnce() -> RB + Send,
@@ -298,4 +288,17 @@ where
     worker.wait_until(job_b.latch().core());
     // SAFETY: the latch is set: the thief ran `b` and is done with the job.
     unsafe { job_b.take_result() }
+}
+
+impl ThreadPool {
+    /// [`join`](crate::join) in this pool.
+    pub fn join<A, B, RA, RB>(&self, a: A, b: B) -> (RA, RB)
+    where
+        A: FnOnce() -> RA + Send,
+        B: FnOnce() -> RB + Send,
+        RA: Send,
+        RB: Send,
+    {
+        self.install(|| crate::join(a, b))
+    }
 }

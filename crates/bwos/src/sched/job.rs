@@ -9,7 +9,7 @@ use std::any::Any;
 use std::cell::UnsafeCell;
 use std::panic::{self, AssertUnwindSafe};
 
-use crate::latch::Latch;
+use super::latch::Latch;
 
 /// A type-erased reference to a job, as queues carry it.
 #[derive(Clone, Copy, Debug)]

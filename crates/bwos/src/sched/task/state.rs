@@ -35,7 +35,7 @@
 //! acquires it), publishes the output (completion releases, the handle's
 //! read acquires) and the waker slot (set and clear of `JOIN_WAKER`).
 
-use crate::sync::{AtomicUsize, Ordering};
+use crate::sched::sync::{AtomicUsize, Ordering};
 
 const RUNNING: usize = 1 << 0;
 const COMPLETE: usize = 1 << 1;

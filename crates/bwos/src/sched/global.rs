@@ -11,8 +11,9 @@
 
 use std::sync::{Arc, OnceLock};
 
-use super::ThreadPool;
-use super::builder::{ThreadPoolBuildError, ThreadPoolBuilder};
+use super::builder::ThreadPoolBuilder;
+use super::error::ThreadPoolBuildError;
+use super::pool::ThreadPool;
 use super::registry::Registry;
 
 static GLOBAL: OnceLock<Result<ThreadPool, ThreadPoolBuildError>> = OnceLock::new();

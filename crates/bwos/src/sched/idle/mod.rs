@@ -51,9 +51,9 @@ pub(crate) mod balance;
 pub(crate) mod driver_seat;
 pub(crate) mod sleep;
 
-use crate::latch::CoreLatch;
-use crate::steal::topology::current_cpu;
-use crate::worker::WorkerThread;
+use crate::sched::latch::CoreLatch;
+use crate::sched::steal::topology::current_cpu;
+use crate::sched::worker::WorkerThread;
 use sleep::SleepOutcome;
 
 /// What an idle worker does between two failed steal rounds, and when it

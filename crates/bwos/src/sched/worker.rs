@@ -56,40 +56,25 @@ use std::cell::Cell;
 use std::ptr;
 use std::sync::Arc;
 
-use bwos_queue::{Config, Steal, fifo, lifo};
+use bwos_queue::{fifo, lifo};
 
-use crate::idle::sleep::IdleHint;
-use crate::idle::{Idle, IdleConfig, IdlePolicy};
-use crate::job::{AbortOnUnwind, JobRef};
-use crate::latch::CoreLatch;
-use crate::pool::builder::Started;
-use crate::pool::registry::Registry;
-use crate::stats::WorkerCounters;
-use crate::steal::topology::{Topology, current_cpu, pin_current_thread};
-use crate::steal::{StealBatch, StealConfig, StealPolicy, VictimQueues, Victims};
-use crate::task::executor::{INJECTOR_BATCH, INJECTOR_INTERVAL};
-use crate::task::raw::Notified;
-
-/// Blocks per worker queue (a power of two: block moves then need no
-/// division).
-pub(crate) const QUEUE_BLOCKS: usize = 32;
-/// Jobs per block. A block move costs the owner one atomic operation and
-/// some bookkeeping; fork/join oscillates around its current depth, so a
-/// small block makes the owner cross block boundaries often (8: one push
-/// or pop in nine). Thieves do not depend on blocks filling up: hungry
-/// workers make the owner share its block.
-pub(crate) const QUEUE_BLOCK_SIZE: usize = 32;
+use super::current::Yield;
+use super::idle::sleep::IdleHint;
+use super::idle::{Idle, IdleConfig, IdlePolicy};
+use super::job::{AbortOnUnwind, JobRef};
+use super::latch::CoreLatch;
+use super::queues::{INJECTOR_BATCH, INJECTOR_INTERVAL};
+use super::registry::Registry;
+use super::start::Started;
+use super::stats::WorkerCounters;
+use super::steal::topology::{Topology, current_cpu, pin_current_thread};
+use super::steal::{StealConfig, StealPolicy, Victims};
+use super::steal_view::StealView;
+use super::task::raw::Notified;
 
 /// The most calls of `offer_if_hungry` skipped after offers that could not
 /// share (see "Backing off" in the module docs).
 const MAX_OFFER_BACKOFF: u32 = 63;
-
-/// The default geometry of a worker's queue
-/// ([`ThreadPoolBuilder::queue_config`](crate::ThreadPoolBuilder::queue_config)
-/// sets another).
-pub(crate) fn default_queue_config() -> Config {
-    Config::new(QUEUE_BLOCKS, QUEUE_BLOCK_SIZE).expect("a valid constant geometry")
-}
 
 thread_local! {
     /// The worker running on this thread, or null.
@@ -110,21 +95,22 @@ pub(crate) struct WorkerSettings {
 
 /// The state of one worker thread; lives on that thread's stack.
 pub(crate) struct WorkerThread {
-    queue: lifo::Worker<JobRef>,
-    /// Runnable async tasks, oldest first (`task/executor.rs`).
-    tasks: fifo::Worker<Notified>,
+    pub(super) queue: lifo::Worker<JobRef>,
+    /// Runnable async tasks, oldest first (`task/pool_tasks.rs`).
+    pub(super) tasks: fifo::Worker<Notified>,
     /// Tasks taken so far, for the injector interval.
     task_ticks: Cell<u32>,
     index: usize,
-    registry: Arc<Registry>,
+    pub(super) registry: Arc<Registry>,
     victims: Victims,
     /// Points into `registry`, which this worker keeps alive.
     idle_hint: IdleHint,
-    /// Without lazy queueing (`ThreadPoolBuilder::lazy_queueing(false)`)
-    /// `idle_hint` always reads "hungry", so that every `join` calls the
-    /// cold [`offer`](Self::offer), which queues `b` and consults this, the
-    /// pool's real hint. That keeps the option off the default fast path.
-    eager_join: Option<IdleHint>,
+    /// The pool's real idle hint when lazy queueing is off
+    /// (`ThreadPoolBuilder::lazy_queueing(false)`), else `None`. Without
+    /// lazy queueing `idle_hint` always reads "hungry", so that every
+    /// `join` calls the cold [`offer`](Self::offer), which queues `b` and
+    /// consults this. That keeps the option off the default fast path.
+    real_hint_without_lazy_queueing: Option<IdleHint>,
     idle_config: IdleConfig,
     /// Whether to publish the heartbeat and CPU between jobs (for
     /// topology-aware stealing and yielding to a preempted victim).
@@ -146,10 +132,24 @@ pub(crate) struct WorkerThread {
 }
 
 impl WorkerThread {
-    /// The worker running on the calling thread, or null outside pools.
+    /// Calls `f` with the worker running on the calling thread, or `None`
+    /// outside pools. Every front end finds its worker this way.
     #[inline]
-    pub(crate) fn current() -> *const WorkerThread {
-        CURRENT.with(Cell::get)
+    pub(crate) fn with_current<R>(f: impl FnOnce(Option<&WorkerThread>) -> R) -> R {
+        let worker = CURRENT.with(Cell::get);
+        // SAFETY: `CURRENT` is non-null only while the thread runs pool
+        // work: `main` sets it after building the worker on its own stack
+        // and clears it before the worker goes, and an adopted building
+        // thread's worker is leaked. `f` cannot keep the borrow past this
+        // call, which returns before either happens.
+        f(unsafe { worker.as_ref() })
+    }
+
+    /// The pool's idle hint, the real one even without lazy queueing.
+    #[inline]
+    fn real_idle_hint(&self) -> IdleHint {
+        self.real_hint_without_lazy_queueing
+            .unwrap_or(self.idle_hint)
     }
 
     pub(crate) fn index(&self) -> usize {
@@ -167,28 +167,25 @@ impl WorkerThread {
     }
 
     /// Runs one job other than the caller's own frames, if there is one:
-    /// a local job, else (unless `local_only`) a broadcast job, a stolen
-    /// job or an injected job. Returns whether it ran one.
-    pub(crate) fn yield_once(&self, local_only: bool) -> bool {
+    /// a local job if `local_only`, else the first job [`find_work`]'s
+    /// order finds (without counting idle rounds). Says whether it ran
+    /// one.
+    ///
+    /// [`find_work`]: Self::find_work
+    pub(crate) fn yield_now(&self, local_only: bool) -> Yield {
         let job = if local_only {
             self.take_local()
         } else {
-            self.take_local()
-                .or_else(|| self.registry.take_broadcast(self.index))
-                .or_else(|| {
-                    self.victims
-                        .steal(self.index, &PoolQueues(self), &*self.registry, |_| {})
-                })
-                .or_else(|| self.registry.take_injected())
+            self.find_work(None)
         };
         match job {
             Some(job) => {
                 // SAFETY: as in `run_until`: a job taken out of the pool's
                 // queues is executed once, by its taker.
                 unsafe { job.execute() };
-                true
+                Yield::Executed
             }
-            None => false,
+            None => Yield::Idle,
         }
     }
 
@@ -246,7 +243,7 @@ impl WorkerThread {
         if self.queue.granted_pending() || !self.queue.share() {
             return;
         }
-        if self.eager_join.unwrap_or(self.idle_hint).anyone_idle() {
+        if self.real_idle_hint().anyone_idle() {
             self.beat();
             self.registry.notify_new_work();
         }
@@ -255,7 +252,7 @@ impl WorkerThread {
     /// One steal round over `queues` with this worker's victim selection
     /// (the pool's stealing policy): what a work-list participant runs
     /// when its own queue is empty.
-    pub(crate) fn steal_round<Q: VictimQueues>(&self, queues: &Q) -> Option<Q::Item> {
+    pub(crate) fn steal_round<Q: super::steal::VictimQueues>(&self, queues: &Q) -> Option<Q::Item> {
         self.victims
             .steal(self.index, queues, &*self.registry, |_| {})
     }
@@ -264,7 +261,7 @@ impl WorkerThread {
     /// hint, the real one even without lazy queueing).
     #[inline]
     pub(crate) fn pool_has_idle_workers(&self) -> bool {
-        self.eager_join.unwrap_or(self.idle_hint).anyone_idle()
+        self.real_idle_hint().anyone_idle()
     }
 
     /// Jobs in the worker's current block, which thieves cannot see until
@@ -317,7 +314,7 @@ impl WorkerThread {
     /// shares only if a worker really is hungry.
     #[cold]
     pub(crate) fn offer(&self) -> bool {
-        match self.eager_join {
+        match self.real_hint_without_lazy_queueing {
             None => self.share_with_hungry(),
             Some(real_hint) => {
                 if real_hint.anyone_idle() {
@@ -370,7 +367,7 @@ impl WorkerThread {
         // The real hint even without lazy queueing: tasks are visible to
         // thieves as soon as they are pushed, so the owner has nothing to
         // share, only sleepers to wake.
-        if self.eager_join.unwrap_or(self.idle_hint).anyone_idle() {
+        if self.real_idle_hint().anyone_idle() {
             self.registry.notify_new_work();
         }
     }
@@ -384,7 +381,7 @@ impl WorkerThread {
         if ticks.is_multiple_of(INJECTOR_INTERVAL) {
             // I/O is served while every worker is busy (tasks it wakes
             // queue behind the ones already here).
-            self.registry.poll_io_now();
+            self.registry.poll_driver_now();
             if self.registry.tasks.has_injected()
                 && let Some(task) = self.take_injected_tasks()
             {
@@ -417,11 +414,15 @@ impl WorkerThread {
         }
     }
 
-    /// Local work (jobs first: they are the fork/join path the current
-    /// frames wait for), else stolen work, else injected work. Ready
-    /// sockets are not polled here: a worker that finds nothing blocks in
-    /// the I/O driver when it sleeps (see `io/driver.rs`).
-    fn find_work(&self, idle: &mut Idle) -> Option<JobRef> {
+    /// The one order in which a worker looks for work: its own newest job
+    /// (the fork/join path its current frames wait for), a broadcast job
+    /// for it, its oldest task (or, every [`INJECTOR_INTERVAL`]th time, an
+    /// injected one), a steal round over the other workers' jobs and tasks,
+    /// injected jobs, injected tasks. The scheduler loop passes its `idle`
+    /// state, which counts the steal round; `yield_now` passes `None`.
+    /// Ready sockets are not polled here: a worker that finds nothing
+    /// blocks in the pool's driver when it sleeps (see `driver.rs`).
+    fn find_work(&self, mut idle: Option<&mut Idle>) -> Option<JobRef> {
         if let Some(job) = self.take_local() {
             if self.queue.private_len() > 0 {
                 // The job may run long without a `join`: the rest of the
@@ -436,14 +437,20 @@ impl WorkerThread {
         if let Some(task) = self.take_local_task() {
             return Some(task.into_job_ref());
         }
-        idle.start_round(self);
+        if let Some(idle) = idle.as_deref_mut() {
+            idle.start_round(self);
+        }
         let stolen = self
             .victims
-            .steal(self.index, &PoolQueues(self), &*self.registry, |victim| {
-                idle.failed_attempt(self, victim)
+            .steal(self.index, &StealView(self), &*self.registry, |victim| {
+                if let Some(idle) = idle.as_deref_mut() {
+                    idle.failed_attempt(self, victim);
+                }
             });
         if let Some(job) = stolen {
-            idle.stole(self);
+            if let Some(idle) = idle {
+                idle.stole(self);
+            }
             return Some(job);
         }
         self.registry
@@ -477,7 +484,7 @@ impl WorkerThread {
     /// `idle` between jobs.
     fn run_until(&self, latch: &CoreLatch, mut idle: Idle) {
         while !latch.probe() {
-            match self.find_work(&mut idle) {
+            match self.find_work(Some(&mut idle)) {
                 Some(job) => {
                     idle.work_found(self);
                     self.beat();
@@ -546,7 +553,7 @@ impl WorkerThread {
         tasks: fifo::Worker<Notified>,
         settings: WorkerSettings,
     ) {
-        debug_assert!(Self::current().is_null());
+        debug_assert!(Self::with_current(|worker| worker.is_none()));
         let worker: &'static WorkerThread = Box::leak(Box::new(Self::new(
             registry, index, queue, tasks, settings, true,
         )));
@@ -564,14 +571,14 @@ impl WorkerThread {
         building_thread: bool,
     ) -> Self {
         let real_hint = registry.sleep.hint();
-        let (idle_hint, eager_join) = if settings.lazy_queueing {
+        let (idle_hint, real_hint_without_lazy_queueing) = if settings.lazy_queueing {
             (real_hint, None)
         } else {
             (IdleHint::always_hungry(), Some(real_hint))
         };
         WorkerThread {
             idle_hint,
-            eager_join,
+            real_hint_without_lazy_queueing,
             queue,
             tasks,
             task_ticks: Cell::new(0),
@@ -586,51 +593,8 @@ impl WorkerThread {
                 || settings.steal.policy == StealPolicy::Topology,
             offer_skip: Cell::new(0),
             offer_backoff: Cell::new(0),
-            stack_limit: Cell::new(crate::fork::stack_limit_here()),
+            stack_limit: Cell::new(super::stack::stack_limit_here()),
             building_thread,
-        }
-    }
-}
-
-/// The queues a steal round takes from: each victim's jobs first (the
-/// oldest is the biggest piece of a fork/join tree), then a block of its
-/// tasks, which goes to the thief's own task queue.
-struct PoolQueues<'a>(&'a WorkerThread);
-
-impl VictimQueues for PoolQueues<'_> {
-    type Item = JobRef;
-
-    fn count(&self) -> usize {
-        self.0.registry.num_threads()
-    }
-
-    fn estimated_len(&self, victim: usize) -> usize {
-        let registry = &self.0.registry;
-        registry.stealers()[victim].estimated_len()
-            + registry.tasks.stealers()[victim].estimated_len()
-    }
-
-    fn probe(&self, victim: usize, sample: usize) -> bool {
-        let registry = &self.0.registry;
-        registry.stealers()[victim].probe(sample) || registry.tasks.stealers()[victim].probe(sample)
-    }
-
-    fn steal(&self, victim: usize, batch: StealBatch) -> Steal<JobRef> {
-        let (registry, thief) = (&self.0.registry, self.0);
-        let jobs = &registry.stealers()[victim];
-        let job = match batch {
-            StealBatch::One => jobs.steal(),
-            StealBatch::Block => jobs.steal_batch_and_pop(&thief.queue),
-        };
-        let jobs_contended = match job {
-            Steal::Success(job) => return Steal::Success(job),
-            Steal::Retry => true,
-            Steal::Empty => false,
-        };
-        match registry.tasks.stealers()[victim].steal_batch_and_pop(&thief.tasks) {
-            Steal::Success(task) => Steal::Success(task.into_job_ref()),
-            Steal::Empty if !jobs_contended => Steal::Empty,
-            _ => Steal::Retry,
         }
     }
 }

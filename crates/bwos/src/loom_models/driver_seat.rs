@@ -1,0 +1,68 @@
+//! loom model: The I/O driver's seat (`sched/idle/driver_seat.rs`): a worker blocked in the driver is always woken.
+
+use loom::sync::Arc;
+use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::thread;
+
+use super::builder;
+use crate::sched::idle::sleep::Sleep;
+use crate::sched::latch::CoreLatch;
+
+/// A worker falls asleep blocked in the I/O driver's poll (the real
+/// `DriverSeat`; the eventfd modeled as a flag under a mutex with a
+/// condvar, which a thread unpark does not reach) while a producer makes
+/// work visible and wakes a sleeper. Either the worker's look after
+/// taking the seat sees that it was woken, or the waker sees it in the
+/// seat and writes the eventfd: it never blocks forever.
+#[test]
+fn driver_seat_no_lost_wakeup() {
+    use crate::sched::idle::driver_seat::DriverSeat;
+    use loom::sync::{Condvar, Mutex};
+
+    builder(3).check(|| {
+        let sleep = Arc::new(Sleep::new(1));
+        let seat = Arc::new(DriverSeat::default());
+        let eventfd = Arc::new((Mutex::new(false), Condvar::new()));
+        let work = Arc::new(AtomicUsize::new(0));
+        let worker = {
+            let (sleep, seat, eventfd, work) =
+                (sleep.clone(), seat.clone(), eventfd.clone(), work.clone());
+            thread::spawn(move || {
+                let never_set = CoreLatch::new();
+                sleep.start_searching();
+                while work.load(Ordering::Relaxed) == 0 {
+                    sleep.sleep_parking_with(
+                        0,
+                        &never_set,
+                        || work.load(Ordering::Relaxed) != 0,
+                        || (),
+                        |still_asleep, _wake_early| {
+                            seat.block_in_driver(0, still_asleep, || {
+                                let (written, signal) = &*eventfd;
+                                let mut written = written.lock().unwrap();
+                                while !*written {
+                                    written = signal.wait(written).unwrap();
+                                }
+                                *written = false;
+                            });
+                            false
+                        },
+                    );
+                }
+                sleep.stop_searching();
+            })
+        };
+        // Relaxed: the fences of `notify`, `sleep` and the seat must do
+        // all the ordering.
+        work.store(1, Ordering::Relaxed);
+        sleep.notify(|index| {
+            seat.wake(index, || {
+                let (written, signal) = &*eventfd;
+                *written.lock().unwrap() = true;
+                signal.notify_one();
+            });
+        });
+        worker.join().unwrap();
+        assert!(!sleep.anyone_idle(), "the counts are back to zero");
+    });
+}

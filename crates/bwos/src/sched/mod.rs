@@ -1,0 +1,48 @@
+//! The scheduler core: what every front end runs on, and which imports
+//! none of them.
+//!
+//! - the pool: [`ThreadPool`](pool::ThreadPool) (`pool.rs`), its options
+//!   (`builder.rs`), its errors (`error.rs`), starting its threads
+//!   (`start.rs`), the global pool (`global.rs`);
+//! - what the workers share, the [`Registry`](registry::Registry)
+//!   (`registry.rs`), and each worker's state and scheduler loop,
+//!   [`WorkerThread`](worker::WorkerThread) (`worker.rs`), with the one
+//!   order in which it looks for work;
+//! - what runs: two-word [`JobRef`](job::JobRef)s (`job.rs`), completion
+//!   [latches](latch) (`latch.rs`), and the async task cell (`task/`),
+//!   whose entries become jobs;
+//! - the run queues' geometry and the injector interval (`queues.rs`), the
+//!   steal view over them (`steal_view.rs`), victim selection (`steal/`:
+//!   the BWoS paper's policies, P_accept, topology), what idle workers do
+//!   (`idle/`: spinning, yielding, the sleep protocol, BWS's balanced
+//!   work stealing), and the counters (`stats.rs`);
+//! - the seams below and beside it: the driver workers park in
+//!   (`driver.rs`, implemented by the I/O front end), the stack-limit
+//!   probe `fork` uses (`stack.rs`), and the std/loom primitives of the
+//!   model-checked protocols (`sync.rs`);
+//! - the calling thread's place in the pools: `yield_now`,
+//!   `current_thread_index` and friends (`current.rs`).
+//!
+//! The front ends (`join`, `scope`, `task`, `io`, `fork`, `worklist`)
+//! import this module; nothing here imports them. `ARCHITECTURE.md` at
+//! the repository root draws the layers.
+
+pub(crate) mod builder;
+pub(crate) mod current;
+pub(crate) mod driver;
+pub(crate) mod error;
+pub(crate) mod global;
+pub(crate) mod idle;
+pub(crate) mod job;
+pub(crate) mod latch;
+pub(crate) mod pool;
+pub(crate) mod queues;
+pub(crate) mod registry;
+pub(crate) mod stack;
+pub(crate) mod start;
+pub(crate) mod stats;
+pub(crate) mod steal;
+pub(crate) mod steal_view;
+pub(crate) mod sync;
+pub(crate) mod task;
+pub(crate) mod worker;

@@ -1,0 +1,112 @@
+//! [`ThreadPool`], the handle of a pool: what every front end runs on.
+//! The front ends add their own methods (`impl ThreadPool` blocks in
+//! `join/`, `scope/`, `task/`, `worklist/`).
+
+use std::fmt;
+use std::sync::Arc;
+
+use super::current::Yield;
+use super::registry::Registry;
+use super::stats::PoolStats;
+
+/// A pool of worker threads, each with a BWoS queue.
+///
+/// Work started in the pool (`install`, `join`, `scope`, `spawn`) runs on
+/// its threads; `join`s and scopes nested in that work stay in the pool.
+/// Dropping the pool lets queued and spawned work finish, then stops and
+/// joins its threads (when dropped on one of its own threads, the threads
+/// stop on their own instead of being joined).
+///
+/// ```
+/// let pool = bwos::ThreadPoolBuilder::new().num_threads(4).build()?;
+/// let sum: u64 = pool.install(|| {
+///     let (a, b) = bwos::join(|| (0..500u64).sum::<u64>(), || (500..1000u64).sum::<u64>());
+///     a + b
+/// });
+/// assert_eq!(sum, 499_500);
+/// # Ok::<(), bwos::ThreadPoolBuildError>(())
+/// ```
+pub struct ThreadPool {
+    pub(crate) registry: Arc<Registry>,
+}
+
+impl ThreadPool {
+    /// Runs `op` on a thread of this pool and returns its result. From a
+    /// thread outside any pool the caller blocks; from a thread of another
+    /// pool that thread keeps running its own pool's work meanwhile; from
+    /// this pool's threads `op` runs at once. A panic in `op` resumes here.
+    pub fn install<OP, R>(&self, op: OP) -> R
+    where
+        OP: FnOnce() -> R + Send,
+        R: Send,
+    {
+        self.registry.in_worker(|_| op())
+    }
+
+    /// [`yield_now`](crate::yield_now) if the calling thread is a worker of
+    /// this pool, else `None`.
+    pub fn yield_now(&self) -> Option<Yield> {
+        self.registry
+            .with_current_worker(|worker| Some(worker?.yield_now(false)))
+    }
+
+    /// [`yield_local`](crate::yield_local) if the calling thread is a
+    /// worker of this pool, else `None`.
+    pub fn yield_local(&self) -> Option<Yield> {
+        self.registry
+            .with_current_worker(|worker| Some(worker?.yield_now(true)))
+    }
+
+    /// Whether the calling worker of this pool has queued jobs; `None` if
+    /// the calling thread is not one of its workers.
+    pub fn current_thread_has_pending_tasks(&self) -> Option<bool> {
+        self.registry
+            .with_current_worker(|worker| Some(worker?.has_pending_jobs()))
+    }
+
+    /// The number of worker threads.
+    pub fn current_num_threads(&self) -> usize {
+        self.registry.num_threads()
+    }
+
+    /// What the workers did while they looked for work, summed over all
+    /// workers since the pool was built: steals, failed attempts, sleeps,
+    /// wake-ups, BWS credits and yields (see [`PoolStats`]).
+    ///
+    /// ```
+    /// let pool = bwos::ThreadPoolBuilder::new().num_threads(2).build()?;
+    /// pool.install(|| bwos::join(|| (), || ()));
+    /// let stats: bwos::PoolStats = pool.stats();
+    /// assert!(stats.wakeups <= stats.sleeps);
+    /// # Ok::<(), bwos::ThreadPoolBuildError>(())
+    /// ```
+    pub fn stats(&self) -> PoolStats {
+        self.registry.stats()
+    }
+
+    /// The index of the calling thread in this pool, or `None` if it is not
+    /// one of this pool's workers.
+    pub fn current_thread_index(&self) -> Option<usize> {
+        self.registry
+            .with_current_worker(|worker| Some(worker?.index()))
+    }
+}
+
+impl Drop for ThreadPool {
+    fn drop(&mut self) {
+        self.registry.decrement_terminate_count();
+        if self.registry.join_on_drop
+            && self.registry.with_current_worker(|worker| worker.is_none())
+        {
+            self.registry.join_threads();
+        }
+    }
+}
+
+impl fmt::Debug for ThreadPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ThreadPool")
+            .field("num_threads", &self.current_num_threads())
+            .finish_non_exhaustive()
+    }
+}

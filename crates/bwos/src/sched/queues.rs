@@ -1,0 +1,66 @@
+//! The run queues' settings: the geometry of a worker's job queue (LIFO)
+//! and task queue (FIFO), how often a worker looks at the task injector,
+//! and the one loop that takes the oldest entry of an injector.
+//!
+//! # Fairness between a worker's tasks and injected ones
+//! A task that is always ready goes to the back of its worker's FIFO
+//! queue after each poll, so the tasks queued before it run first; every
+//! [`INJECTOR_INTERVAL`]th task a worker takes comes from the injector if
+//! it holds one, so a busy worker cannot starve tasks woken from outside
+//! the pool. A task that yields lets injected tasks go first as well: the
+//! worker moves a batch of them to its queue before requeueing the
+//! yielder. A worker that takes from the injector moves up to
+//! [`INJECTOR_BATCH`] entries at once to its own queue, where idle workers
+//! can steal them.
+
+use bwos_queue::Config;
+use crossbeam_deque::{Injector, Steal};
+
+/// Blocks per worker job queue (a power of two: block moves then need no
+/// division).
+pub(crate) const QUEUE_BLOCKS: usize = 32;
+/// Jobs per block. A block move costs the owner one atomic operation and
+/// some bookkeeping; fork/join oscillates around its current depth, so a
+/// small block makes the owner cross block boundaries often (8: one push
+/// or pop in nine). Thieves do not depend on blocks filling up: hungry
+/// workers make the owner share its block (see "Sharing the owner's
+/// block" in `worker.rs`).
+pub(crate) const QUEUE_BLOCK_SIZE: usize = 32;
+
+/// The default geometry of a worker's job queue
+/// ([`ThreadPoolBuilder::queue_config`](crate::ThreadPoolBuilder::queue_config)
+/// sets another).
+pub(crate) fn default_queue_config() -> Config {
+    Config::new(QUEUE_BLOCKS, QUEUE_BLOCK_SIZE).expect("a valid constant geometry")
+}
+
+/// Blocks per worker task queue.
+const TASK_QUEUE_BLOCKS: usize = 8;
+/// Entries per block: 8 x 32 = 256 entries, tokio's local queue size; a
+/// thief takes up to one block.
+const TASK_QUEUE_BLOCK_SIZE: usize = 32;
+
+/// The geometry of a worker's task queue.
+pub(crate) fn task_queue_config() -> Config {
+    Config::new(TASK_QUEUE_BLOCKS, TASK_QUEUE_BLOCK_SIZE).expect("a valid constant geometry")
+}
+
+/// A worker takes its next task from the injector, if it holds one, every
+/// this many tasks (tokio's global queue interval, 61 ticks).
+pub(crate) const INJECTOR_INTERVAL: u32 = 61;
+
+/// The most entries a worker moves from the injector to its own queue at
+/// once, besides the one it runs: one look at the injector serves many
+/// tasks, and other workers steal from the batch if they are idle.
+pub(crate) const INJECTOR_BATCH: usize = 16;
+
+/// The oldest entry of `queue`, retrying while other takers contend for it.
+pub(crate) fn take_oldest<T>(queue: &Injector<T>) -> Option<T> {
+    loop {
+        match queue.steal() {
+            Steal::Success(entry) => return Some(entry),
+            Steal::Empty => return None,
+            Steal::Retry => {}
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! The stack-limit probe: where a worker's stack ends, and running a
+//! closure on a fresh stack segment when it is nearly used up.
+//!
+//! `fork` polls nested futures on the worker's stack (a suspended child is
+//! resumed inside the poll of whoever resumes it), so a deep recursion
+//! of forks may need more stack than the thread has. Each worker keeps the
+//! lowest address a nested poll may reach ([`WorkerThread::stack_limit`]),
+//! set here when the worker starts: one comparison per fork instead of a
+//! thread-local lookup in `stacker`.
+
+use super::worker::WorkerThread;
+
+/// Stack left before a fork moves to a fresh stack segment.
+const STACK_RED_ZONE: usize = 128 * 1024;
+
+/// The size of a fresh stack segment.
+#[cfg(not(miri))]
+const STACK_SEGMENT: usize = 4 << 20;
+
+/// The stack address below which a fork on the calling thread moves to a
+/// fresh segment; `usize::MAX` where the thread's stack bounds are unknown
+/// (every fork then asks `stacker`), zero under Miri (which cannot switch
+/// stacks).
+pub(crate) fn stack_limit_here() -> usize {
+    if cfg!(miri) {
+        return 0;
+    }
+    match stacker::remaining_stack() {
+        Some(remaining) => stack_address().saturating_sub(remaining) + STACK_RED_ZONE,
+        None => usize::MAX,
+    }
+}
+
+/// Where the stack is now: the stack pointer, read in one instruction
+/// (a local's address through `black_box` cost a stack slot, a store and
+/// four more instructions per fork).
+#[inline(always)]
+#[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), not(miri)))]
+fn stack_address() -> usize {
+    let pointer: usize;
+    // SAFETY: copies the stack pointer into a register: no memory access,
+    // no stack use, no flags changed.
+    unsafe {
+        #[cfg(target_arch = "x86_64")]
+        std::arch::asm!("mov {}, rsp", out(reg) pointer, options(nomem, nostack, preserves_flags));
+        #[cfg(target_arch = "aarch64")]
+        std::arch::asm!("mov {}, sp", out(reg) pointer, options(nomem, nostack, preserves_flags));
+    }
+    pointer
+}
+
+/// Where the stack is now: the address of a local in the caller's frame.
+#[inline(always)]
+#[cfg(not(all(any(target_arch = "x86_64", target_arch = "aarch64"), not(miri))))]
+fn stack_address() -> usize {
+    let marker = 0u8;
+    std::hint::black_box(&raw const marker) as usize
+}
+
+/// Whether the worker's stack is below its limit (see
+/// [`grow_stack_if_needed`]).
+#[inline(always)]
+pub(crate) fn stack_is_low(worker: &WorkerThread) -> bool {
+    stack_address() < worker.stack_limit().get()
+}
+
+/// Runs `f`, on a fresh stack segment if the worker's stack is low: one
+/// comparison against the worker's limit on the common path.
+#[inline]
+pub(crate) fn grow_stack_if_needed<R>(worker: &WorkerThread, f: impl FnOnce() -> R) -> R {
+    if stack_is_low(worker) {
+        grow_stack(worker, f)
+    } else {
+        f()
+    }
+}
+
+/// [`grow_stack_if_needed`] for a thread outside pools (another
+/// executor polls the fork): `stacker`'s own check, a thread-local lookup.
+#[inline]
+pub(crate) fn grow_stack_outside_pools<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(not(miri))]
+    return stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, f);
+    #[cfg(miri)]
+    f()
+}
+
+/// Runs `f` on the calling thread, on a fresh stack segment if the stack
+/// is low: the worker's one comparison on a worker of a pool,
+/// [`grow_stack_outside_pools`] elsewhere. `f` gets the calling worker.
+#[inline]
+pub(crate) fn with_stack_room<R>(f: impl FnOnce(Option<&WorkerThread>) -> R) -> R {
+    WorkerThread::with_current(|worker| match worker {
+        Some(worker) => grow_stack_if_needed(worker, || f(Some(worker))),
+        None => grow_stack_outside_pools(|| f(None)),
+    })
+}
+
+/// The slow path of [`grow_stack_if_needed`]: the limit is reached (or
+/// unknown). Runs `f` on a fresh segment with the worker's limit set to
+/// that segment's, and restores the limit afterwards.
+#[cold]
+#[cfg(not(miri))]
+fn grow_stack<R>(worker: &WorkerThread, f: impl FnOnce() -> R) -> R {
+    let limit = worker.stack_limit().get();
+    if limit == usize::MAX {
+        return stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, f);
+    }
+    stacker::grow(STACK_SEGMENT, || {
+        worker.stack_limit().set(stack_limit_here());
+        let result = f();
+        worker.stack_limit().set(limit);
+        result
+    })
+}
+
+/// Miri cannot switch stacks (`stacker` uses assembly); its tests do not
+/// recurse deeply.
+#[cold]
+#[cfg(miri)]
+fn grow_stack<R>(_worker: &WorkerThread, f: impl FnOnce() -> R) -> R {
+    f()
+}

@@ -1,0 +1,252 @@
+//! Starting a pool's threads: the registry and the workers' queues are
+//! made, each worker thread is started (by bwos, or by the user's spawn
+//! handler through a [`ThreadBuilder`]) and registers itself, and the
+//! pool is returned once every worker can be woken.
+
+use std::fmt;
+use std::io;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
+
+use bwos_queue::{fifo, lifo};
+
+use super::builder::ThreadPoolBuilder;
+use super::error::ThreadPoolBuildError;
+use super::pool::ThreadPool;
+use super::queues::{default_queue_config, task_queue_config};
+use super::registry::{Registry, RegistryOptions};
+use super::steal::topology::{Topology, pin_current_thread};
+use super::steal::{StealConfig, StealPolicy};
+use super::worker::{WorkerSettings, WorkerThread};
+
+impl ThreadPoolBuilder {
+    /// Starts the threads with `spawn`, which returns the handle of a
+    /// thread the pool should join when it is dropped.
+    pub(super) fn build_threads(
+        self,
+        spawn: &mut dyn FnMut(ThreadBuilder) -> io::Result<Option<thread::JoinHandle<()>>>,
+    ) -> Result<ThreadPool, ThreadPoolBuildError> {
+        self.validate()?;
+        let num_threads = self.resolved_num_threads()?;
+        if self.use_current_thread && WorkerThread::with_current(|worker| worker.is_some()) {
+            return Err(ThreadPoolBuildError::CurrentThreadAlreadyInPool);
+        }
+        let idle = self.idle_config(num_threads);
+        let mut name = self.thread_name;
+        let (queues, stealers): (Vec<_>, Vec<_>) = (0..num_threads)
+            .map(|_| lifo::new(self.queue_config.unwrap_or_else(default_queue_config)))
+            .unzip();
+        let settings = WorkerSettings {
+            lazy_queueing: !self.eager_join,
+            topology: (self.steal_policy == StealPolicy::Topology)
+                .then(|| Arc::new(Topology::detect())),
+            steal: StealConfig {
+                policy: self.steal_policy,
+                probabilistic: self.probabilistic_steal,
+                batch: self.steal_batch,
+            },
+            idle,
+            pin_threads: self.pin_threads,
+        };
+        let (task_queues, task_stealers): (Vec<_>, Vec<_>) = (0..num_threads)
+            .map(|_| fifo::new(task_queue_config()))
+            .unzip();
+        let options = RegistryOptions {
+            panic_handler: self.panic_handler,
+            start_handler: self.start_handler,
+            exit_handler: self.exit_handler,
+            breadth_first: self.breadth_first,
+            uses_building_thread: self.use_current_thread,
+        };
+        let registry = Arc::new(Registry::new(
+            stealers,
+            task_stealers,
+            options,
+            !self.detach_threads_on_drop,
+        ));
+        let started = Arc::new(Started::default());
+        let mut handles = Vec::with_capacity(num_threads);
+        let mut spawned = 0;
+        let mut building_worker = None;
+        for (index, (queue, tasks)) in queues.into_iter().zip(task_queues).enumerate() {
+            if index == 0 && self.use_current_thread {
+                building_worker = Some((queue, tasks));
+                continue;
+            }
+            let worker_registry = Arc::clone(&registry);
+            let worker_started = Arc::clone(&started);
+            let worker_settings = settings.clone();
+            let thread = ThreadBuilder {
+                index,
+                name: name.as_mut().map(|name| name(index)),
+                stack_size: self.stack_size,
+                body: Box::new(move || {
+                    WorkerThread::main(
+                        worker_registry,
+                        index,
+                        queue,
+                        tasks,
+                        worker_settings,
+                        worker_started,
+                    )
+                }),
+            };
+            match spawn(thread) {
+                Ok(handle) => {
+                    spawned += 1;
+                    handles.extend(handle);
+                }
+                Err(error) => {
+                    // Stop and join the workers started so far.
+                    started.wait_for(spawned);
+                    registry.add_handles(handles);
+                    drop(ThreadPool { registry });
+                    return Err(ThreadPoolBuildError::Spawn(error));
+                }
+            }
+        }
+        started.wait_for(spawned);
+        registry.add_handles(handles);
+        if let Some((queue, tasks)) = building_worker {
+            if settings.pin_threads
+                && let Err(error) = pin_current_thread(0)
+            {
+                started.worker_failed(0, error);
+            } else {
+                WorkerThread::adopt_current_thread(
+                    Arc::clone(&registry),
+                    0,
+                    queue,
+                    tasks,
+                    settings,
+                );
+            }
+        }
+        let pool = ThreadPool { registry };
+        if let Some((worker, error)) = started.take_failure() {
+            drop(pool);
+            return Err(ThreadPoolBuildError::Pin { worker, error });
+        }
+        Ok(pool)
+    }
+}
+
+/// A worker thread to start, as a spawn handler gets it
+/// ([`ThreadPoolBuilder::build_with_spawn_handler`]): the handler starts a
+/// thread that calls [`run`](Self::run).
+pub struct ThreadBuilder {
+    index: usize,
+    name: Option<String>,
+    stack_size: Option<usize>,
+    body: Box<dyn FnOnce() + Send>,
+}
+
+impl ThreadBuilder {
+    /// The worker's index in its pool.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The name [`ThreadPoolBuilder::thread_name`] gives this worker, if
+    /// it was called.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// The stack size [`ThreadPoolBuilder::stack_size`] asks for, if it
+    /// was called (bwos's own threads otherwise get the main thread's
+    /// stack size; a handler decides for itself).
+    pub fn stack_size(&self) -> Option<usize> {
+        self.stack_size
+    }
+
+    /// Runs the worker on the calling thread until the pool stops.
+    pub fn run(self) {
+        (self.body)();
+    }
+}
+
+impl fmt::Debug for ThreadBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ThreadBuilder")
+            .field("index", &self.index)
+            .field("name", &self.name)
+            .field("stack_size", &self.stack_size)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Counts the workers that registered their thread handle, so that the
+/// pool is returned only when every worker can be woken.
+#[derive(Default)]
+pub(crate) struct Started {
+    state: Mutex<StartState>,
+    all: Condvar,
+}
+
+#[derive(Default)]
+struct StartState {
+    count: usize,
+    /// The first worker that could not be set up as asked (pinning).
+    failure: Option<(usize, io::Error)>,
+}
+
+impl Started {
+    pub(crate) fn worker_started(&self) {
+        self.lock().count += 1;
+        self.all.notify_all();
+    }
+
+    /// Worker `index` could not be set up as configured; `build` stops the
+    /// pool and returns the error.
+    pub(crate) fn worker_failed(&self, index: usize, error: io::Error) {
+        self.lock().failure.get_or_insert((index, error));
+    }
+
+    fn take_failure(&self) -> Option<(usize, io::Error)> {
+        self.lock().failure.take()
+    }
+
+    fn wait_for(&self, workers: usize) {
+        let mut state = self.lock();
+        while state.count < workers {
+            state = self
+                .all
+                .wait(state)
+                .unwrap_or_else(|poison| poison.into_inner());
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, StartState> {
+        // Nothing panics while holding this lock.
+        self.state
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+}
+
+/// The default worker stack size: the main thread's, that is the soft
+/// `RLIMIT_STACK`, clamped to 2..=64 MiB (an unlimited limit gives 64 MiB).
+/// `None` (std's choice) when `RUST_MIN_STACK` is set or the limit cannot
+/// be read.
+pub(super) fn main_thread_stack_size() -> Option<usize> {
+    const MIN: usize = 2 << 20;
+    const MAX: usize = 64 << 20;
+    // Miri does not model `getrlimit`: std's default there.
+    if cfg!(miri) || std::env::var_os("RUST_MIN_STACK").is_some() {
+        return None;
+    }
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `getrlimit` only writes one `rlimit` into the struct it is
+    // given, which lives on this frame.
+    if unsafe { libc::getrlimit(libc::RLIMIT_STACK, &mut limit) } != 0 {
+        return None;
+    }
+    if limit.rlim_cur == libc::RLIM_INFINITY {
+        return Some(MAX);
+    }
+    Some(usize::try_from(limit.rlim_cur).map_or(MAX, |bytes| bytes.clamp(MIN, MAX)))
+}

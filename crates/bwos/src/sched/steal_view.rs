@@ -1,0 +1,52 @@
+//! The steal view: what a worker's steal round takes from, the other
+//! workers' job queues and task queues seen as one set of victims
+//! ([`VictimQueues`], which the selection policies of `steal/` walk).
+
+use bwos_queue::Steal;
+
+use super::job::JobRef;
+use super::steal::{StealBatch, VictimQueues};
+use super::worker::WorkerThread;
+
+/// The queues a steal round of this worker takes from: each victim's jobs
+/// first (the oldest is the biggest piece of a fork/join tree), then a
+/// block of its tasks, which goes to the thief's own task queue.
+pub(super) struct StealView<'a>(pub(super) &'a WorkerThread);
+
+impl VictimQueues for StealView<'_> {
+    type Item = JobRef;
+
+    fn count(&self) -> usize {
+        self.0.registry.num_threads()
+    }
+
+    fn estimated_len(&self, victim: usize) -> usize {
+        let registry = &self.0.registry;
+        registry.stealers()[victim].estimated_len()
+            + registry.tasks.stealers()[victim].estimated_len()
+    }
+
+    fn probe(&self, victim: usize, sample: usize) -> bool {
+        let registry = &self.0.registry;
+        registry.stealers()[victim].probe(sample) || registry.tasks.stealers()[victim].probe(sample)
+    }
+
+    fn steal(&self, victim: usize, batch: StealBatch) -> Steal<JobRef> {
+        let (registry, thief) = (&self.0.registry, self.0);
+        let jobs = &registry.stealers()[victim];
+        let job = match batch {
+            StealBatch::One => jobs.steal(),
+            StealBatch::Block => jobs.steal_batch_and_pop(&thief.queue),
+        };
+        let jobs_contended = match job {
+            Steal::Success(job) => return Steal::Success(job),
+            Steal::Retry => true,
+            Steal::Empty => false,
+        };
+        match registry.tasks.stealers()[victim].steal_batch_and_pop(&thief.tasks) {
+            Steal::Success(task) => Steal::Success(task.into_job_ref()),
+            Steal::Empty if !jobs_contended => Steal::Empty,
+            _ => Steal::Retry,
+        }
+    }
+}
