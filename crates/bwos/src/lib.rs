@@ -66,7 +66,7 @@
 //! `fork::join`'s suspension and resumption and a fork region's boundary
 //! are model-checked with loom: `RUSTFLAGS="--cfg loom" cargo test -p bwos
 //! --release --lib` (a loom build compiles only these protocol cores and
-//! their models, `src/loom_models.rs`).
+//! their models, `src/loom_models/`, one file per protocol).
 
 #![warn(missing_docs)]
 // A loom build holds only the protocol cores, used by the loom models alone.

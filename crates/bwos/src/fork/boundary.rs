@@ -1,5 +1,6 @@
-//! The boundary of a scoped fork region (`fork::block_on`, planned in
-//! `DESIGN.md`, "Next"): after it closes, no child is polled any more.
+//! The boundary of a scoped fork region ([`fork::block_on`](super::block_on)
+//! and [`Region`](super::Region)): after it closes, no child is polled any
+//! more.
 //!
 //! Children of a scoped region may borrow anything that outlives the
 //! blocking call, and a thief may poll a child after the child's parent
@@ -11,7 +12,7 @@
 //! order of the two SeqCst fences one comes first: either the thief sees
 //! the flag and does not poll, or the closer sees the thief and waits for
 //! its `exit`. (Fences rather than SeqCst operations, as in
-//! `idle/driver_seat.rs`: the model checker orders fences, and the fences
+//! `sched/idle/driver_seat.rs`: the model checker orders fences, and the fences
 //! say where the pair is.) The loom model
 //! `fork_boundary_no_poll_after_close` checks the real code.
 

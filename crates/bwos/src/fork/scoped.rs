@@ -79,7 +79,7 @@ where
         boundary: &boundary,
         _lifetimes: PhantomData,
     });
-    let output = crate::block_on(future);
+    let output = crate::task::block_on::block_on(future);
     drop(closer);
     output
 }

@@ -29,7 +29,7 @@
 //! calls [`Driver::unpark`]: if worker `i` blocks in the driver, that
 //! writes the `mio::Waker` (an eventfd), else it costs a fence and a
 //! load. The protocol, a Dekker pair between the worker's seat and the
-//! waker's change of its sleep state, is `idle/driver_seat.rs`, checked
+//! waker's change of its sleep state, is `sched/idle/driver_seat.rs`, checked
 //! by a loom model.
 //!
 //! # Registrations

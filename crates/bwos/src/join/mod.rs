@@ -26,7 +26,7 @@ use std::panic::{self, AssertUnwindSafe};
 use crate::sched::job::{JobResult, StackJob};
 use crate::sched::latch::WorkerLatch;
 use crate::sched::pool::ThreadPool;
-use crate::sched::registry::in_worker;
+use crate::sched::registry::in_global_pool;
 use crate::sched::worker::WorkerThread;
 
 /// The queued jobs a worker keeps in its own block before `join` stops
@@ -64,7 +64,14 @@ where
     RA: Send,
     RB: Send,
 {
-    in_worker(|worker, _| join_in_worker(worker, a, b))
+    let worker = WorkerThread::current_ptr();
+    if worker.is_null() {
+        return in_global_pool(|worker, _| join_in_worker(worker, a, b));
+    }
+    // SAFETY: as in `WorkerThread::with_current`: non-null, the current
+    // worker lives on this thread's stack while the thread runs pool
+    // work, which includes this call.
+    join_in_worker(unsafe { &*worker }, a, b)
 }
 
 /// How a closure of [`join_context`] is being run: whether it migrated,
@@ -116,7 +123,11 @@ where
     RA: Send,
     RB: Send,
 {
-    in_worker(|worker, injected| join_context_in_worker(worker, a, b, injected))
+    // As in `join`: the call on the current worker is written out.
+    WorkerThread::with_current(|worker| match worker {
+        Some(worker) => join_context_in_worker(worker, a, b, false),
+        None => in_global_pool(|worker, injected| join_context_in_worker(worker, a, b, injected)),
+    })
 }
 
 /// [`join_context`] on `worker`; `injected`: the caller is not on this
@@ -299,6 +310,6 @@ impl ThreadPool {
         RA: Send,
         RB: Send,
     {
-        self.install(|| crate::join(a, b))
+        self.install(|| join(a, b))
     }
 }

@@ -1,6 +1,10 @@
 //! The registry: what the workers of one pool share. Their stealers and
-//! thread handles, the injector for work from outside, the sleep state,
-//! and the count that decides when the pool shuts down.
+//! thread handles, the injectors for work from outside (jobs, FIFO jobs,
+//! broadcasts, tasks), the sleep and BWS state, the counters, the driver
+//! slot, and the count that decides when the pool shuts down; and the
+//! queue operations on them (inject, schedule a task, wake a sleeper).
+//! The front ends build on these: detached `spawn` is `scope/spawn.rs`'s,
+//! a task's scheduling `task/executor.rs`'s.
 
 use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
@@ -493,8 +497,20 @@ where
 {
     WorkerThread::with_current(|worker| match worker {
         Some(worker) => op(worker, false),
-        None => global::registry().in_worker(|worker| op(worker, true)),
+        None => in_global_pool(op),
     })
+}
+
+/// [`in_worker`] from a thread outside every pool: runs `op` on a worker of
+/// the global pool (with `true`: injected) while the caller blocks.
+#[cold]
+#[inline(never)]
+pub(crate) fn in_global_pool<OP, R>(op: OP) -> R
+where
+    OP: FnOnce(&WorkerThread, bool) -> R + Send,
+    R: Send,
+{
+    global::registry().in_worker(|worker| op(worker, true))
 }
 
 impl WhereWorkersRun for Registry {

@@ -384,7 +384,7 @@ impl ThreadPool {
         OP: FnOnce(&Scope<'scope>) -> R + Send,
         R: Send,
     {
-        self.install(|| crate::scope(op))
+        self.install(|| scope(op))
     }
 
     /// [`scope_fifo`](crate::scope_fifo) in this pool.
@@ -393,7 +393,7 @@ impl ThreadPool {
         OP: FnOnce(&ScopeFifo<'scope>) -> R + Send,
         R: Send,
     {
-        self.install(|| crate::scope_fifo(op))
+        self.install(|| scope_fifo(op))
     }
 
     /// [`in_place_scope`](crate::in_place_scope) with this pool: the body

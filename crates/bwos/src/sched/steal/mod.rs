@@ -24,7 +24,7 @@ use topology::{TIERS, Topology};
 
 /// What a steal round takes from: one queue (or set of queues) per
 /// worker. The pool's workers each have a LIFO queue of jobs and a FIFO
-/// queue of tasks; one implementation serves both (`worker.rs`), so both
+/// queue of tasks; one implementation serves both (`StealView`, `steal_view.rs`), so both
 /// kinds of work go through one round.
 pub(crate) trait VictimQueues {
     /// What a steal hands over.
