@@ -258,7 +258,7 @@ impl Registry {
 
     /// Calls `f` with the calling thread's worker if it is one of this
     /// registry's, else with `None`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn with_current_worker<R>(&self, f: impl FnOnce(Option<&WorkerThread>) -> R) -> R {
         WorkerThread::with_current(|worker| {
             f(worker.filter(|worker| ptr::eq(Arc::as_ptr(worker.registry()), self)))
