@@ -263,3 +263,110 @@ fn run_corun(header: &header::Header, args: &corun::CorunArgs) -> std::io::Resul
     report::write_samples(header, &args.run, &args.plot, &samples, corun::plots)
 }
 
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+
+    use super::{Cli, Command};
+
+    fn parse(line: &str) -> Command {
+        Cli::try_parse_from(line.split_whitespace())
+            .unwrap_or_else(|e| panic!("{line}: {e}"))
+            .command
+    }
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    /// The command lines of `.ci/run` and the README still parse, to the
+    /// same settings.
+    #[test]
+    fn documented_command_lines_parse() {
+        let Command::Queue(args) =
+            parse("bwos-bench queue --quick --json target/bench/queue.json --plot target/bench")
+        else {
+            panic!("not queue")
+        };
+        assert!(args.run.quick);
+        assert_eq!(args.run.repetitions(5, 2), 2);
+        assert_eq!(
+            args.run.json.as_deref(),
+            Some("target/bench/queue.json".as_ref())
+        );
+        assert_eq!(args.plot.dir.as_deref(), Some("target/bench".as_ref()));
+        assert_eq!(args.queue.threads, 8);
+        for line in [
+            "bwos-bench forkjoin --quick --json target/bench/forkjoin.json --plot target/bench",
+            "bwos-bench corun --quick --json target/bench/corun.json --plot target/bench",
+            "bwos-bench async --quick --json target/bench/async.json",
+            "bwos-bench http --quick --json target/bench/http.json --plot target/bench",
+            "bwos-bench http --quick --load-generator builtin",
+            "bwos-bench worklist --quick --json target/bench/worklist.json --plot target/bench",
+            "bwos-bench report --plot target/report",
+            "bwos-bench report --quick",
+            "bwos-bench report --json target/report/queue.json",
+            "bwos-bench report --full",
+            "bwos-bench corun --threads 2 --skip-policies",
+        ] {
+            parse(line);
+        }
+        let Command::Report(args) = parse("bwos-bench report --threads 4 --repetitions 7 --full")
+        else {
+            panic!("not report")
+        };
+        assert_eq!(args.queue.threads, 4);
+        assert_eq!(args.run.repetitions, Some(7));
+        assert!(args.full);
+    }
+
+    /// Defaults come from the experiment; `--quick` overrides repetitions.
+    #[test]
+    fn repetitions_resolve_per_experiment() {
+        let Command::Async(args) = parse("bwos-bench async") else {
+            panic!("not async")
+        };
+        assert_eq!(args.run.repetitions(7, 1), 7);
+        assert_eq!(args.threads.count, 2);
+        let Command::Http(args) = parse("bwos-bench http --repetitions 4 --threads 3") else {
+            panic!("not http")
+        };
+        assert_eq!(args.run.repetitions(3, 1), 4);
+        assert_eq!(args.threads.count, 3);
+        assert!(Cli::try_parse_from(["bwos-bench", "worklist", "--repetitions", "0"]).is_err());
+    }
+
+    /// `--threads` takes a comma-separated list, repeated or not.
+    #[test]
+    fn thread_lists_are_comma_separated_or_repeated() {
+        for line in [
+            "bwos-bench forkjoin --threads 1,2,4",
+            "bwos-bench forkjoin --threads 1 --threads 2,4",
+        ] {
+            let Command::Forkjoin(args) = parse(line) else {
+                panic!("not forkjoin")
+            };
+            assert_eq!(args.threads.or_else(Vec::new), [1, 2, 4]);
+        }
+        let Command::Rayon(args) = parse("bwos-bench rayon") else {
+            panic!("not rayon")
+        };
+        assert_eq!(args.threads.or_else(|| vec![1, 2]), [1, 2]);
+        assert!(Cli::try_parse_from(["bwos-bench", "corun", "--threads", "0"]).is_err());
+    }
+
+    /// `report` gives every experiment a JSON file next to its own.
+    #[test]
+    fn report_names_the_json_files() {
+        let Command::Report(args) = parse("bwos-bench report --json out/queue.json") else {
+            panic!("not report")
+        };
+        let forkjoin = args.run.json_beside("forkjoin.json");
+        assert_eq!(forkjoin.json.as_deref(), Some("out/forkjoin.json".as_ref()));
+        let Command::Report(args) = parse("bwos-bench report") else {
+            panic!("not report")
+        };
+        assert_eq!(args.run.json_beside("forkjoin.json").json, None);
+    }
+}

@@ -441,3 +441,40 @@ pub(crate) fn grouped_bars(
     draw().map_err(|e| io::Error::other(format!("{}: {e}", path.display())))
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The body's fields follow the header as if they were declared next
+    /// to it: the files read as before the writer was shared.
+    #[test]
+    fn json_files_are_the_header_then_the_body() {
+        #[derive(Serialize)]
+        struct Flat<'a> {
+            header: &'a Header,
+            load_generator: &'static str,
+            samples: &'a [u32],
+        }
+        #[derive(Serialize)]
+        struct Body<'a> {
+            load_generator: &'static str,
+            samples: &'a [u32],
+        }
+        let header = Header::collect();
+        let dir = std::env::temp_dir().join(format!("bwos-bench-json-{}", std::process::id()));
+        let path = dir.join("nested").join("out.json");
+        let body = Body {
+            load_generator: "wrk -t1",
+            samples: &[1, 2],
+        };
+        write_outputs(&header, Some(&path), &body, None, |_| unreachable!()).unwrap();
+        let written = fs::read_to_string(&path).unwrap();
+        fs::remove_dir_all(&dir).unwrap();
+        let flat = Flat {
+            header: &header,
+            load_generator: "wrk -t1",
+            samples: &[1, 2],
+        };
+        assert_eq!(written, serde_json::to_string_pretty(&flat).unwrap());
+    }
+}
