@@ -83,7 +83,7 @@ enum Command {
     mut_arg("quick", |a| a.help("A smoke run of every experiment (each one's --quick)")),
     mut_arg("repetitions", |a| a.help("Repetitions of the queue experiment [default: 5] and, up to 3, of the fork/join suite and rayon [default: 3]; the others run a fixed number (async 3, http 1, corun 1, worklist 3)")),
     mut_arg("json", |a| a.help("Write every sample as JSON: the queue experiment's to FILE, the others' next to it as forkjoin.json, async.json, http.json, corun.json, rayon.json and worklist.json")),
-    mut_arg("plot", |a| a.help("Write every experiment's SVG plots into this directory")),
+    mut_arg("plot", |a| a.help("Write the SVG plots of every experiment that draws them (all but async and rayon) into this directory")),
 )]
 struct ReportArgs {
     #[command(flatten)]

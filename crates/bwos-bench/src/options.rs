@@ -1,4 +1,4 @@
-//! The options every experiment subcommand shares: `--quick`,
+//! The options the experiment subcommands share: `--quick`,
 //! `--repetitions N`, `--json FILE`, `--plot DIR` and `--threads N,N,..`.
 //!
 //! Each is declared once here and flattened into the experiments' option
