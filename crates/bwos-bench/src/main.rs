@@ -7,6 +7,7 @@ mod corun;
 mod forkjoin;
 mod header;
 mod http;
+mod options;
 mod queue;
 mod queues;
 mod rayon_dropin;
@@ -75,15 +76,26 @@ enum Command {
     Joinpath(forkjoin::joinpath::JoinPathArgs),
 }
 
-/// Options of `bwos-bench report`.
+/// Options of `bwos-bench report`: the shared ones apply to every
+/// experiment, the queue experiment's only to it.
 #[derive(Debug, clap::Args)]
+#[command(
+    mut_arg("quick", |a| a.help("A smoke run of every experiment (each one's --quick)")),
+    mut_arg("repetitions", |a| a.help("Repetitions of the queue experiment [default: 5] and, up to 3, of the fork/join suite and rayon [default: 3]; the others run a fixed number (async 3, http 1, corun 1, worklist 3)")),
+    mut_arg("json", |a| a.help("Write every sample as JSON: the queue experiment's to FILE, the others' next to it as forkjoin.json, async.json, http.json, corun.json, rayon.json and worklist.json")),
+    mut_arg("plot", |a| a.help("Write the SVG plots of every experiment that draws them (all but async and rayon) into this directory")),
+)]
 struct ReportArgs {
     #[command(flatten)]
-    queue: queue::QueueArgs,
+    run: options::RunOptions,
+    #[command(flatten)]
+    plot: options::PlotOption,
     /// Run the fork/join suite on the paper's inputs (Table I) instead of
     /// small ones: hours instead of minutes.
     #[arg(long)]
     full: bool,
+    #[command(flatten, next_help_heading = "Queue experiment")]
+    queue: queue::QueueOptions,
 }
 
 fn main() -> ExitCode {
@@ -124,60 +136,7 @@ fn main() -> ExitCode {
         | Command::HttpServer(_) => {
             unreachable!("handled above")
         }
-        Command::Report(ReportArgs { queue: args, full }) => {
-            run_queue(&header, args).and_then(|()| {
-                let mut forkjoin_args = forkjoin::ForkJoinArgs::for_report(
-                    args.quick,
-                    *full,
-                    args.repetitions.min(3),
-                    args.plot.clone(),
-                );
-                forkjoin_args.json = args
-                    .json
-                    .as_ref()
-                    .map(|path| path.with_file_name("forkjoin.json"));
-                run_forkjoin(&header, &forkjoin_args)?;
-                let async_args = asyncrt::AsyncArgs::for_report(
-                    args.quick,
-                    args.json
-                        .as_ref()
-                        .map(|path| path.with_file_name("async.json")),
-                );
-                run_async(&header, &async_args)?;
-                let http_args = http::HttpArgs::for_report(
-                    args.quick,
-                    args.json
-                        .as_ref()
-                        .map(|path| path.with_file_name("http.json")),
-                    args.plot.clone(),
-                );
-                run_http(&header, &http_args)?;
-                // A short co-run: one repetition, the default sizes.
-                let mut corun_args = corun::CorunArgs::for_report(args.quick, 1, args.plot.clone());
-                corun_args.seconds = 0.3;
-                corun_args.json = args
-                    .json
-                    .as_ref()
-                    .map(|path| path.with_file_name("corun.json"));
-                run_corun(&header, &corun_args)?;
-                let rayon_args = rayon_dropin::RayonArgs::for_report(
-                    args.quick,
-                    args.repetitions.min(3),
-                    args.json
-                        .as_ref()
-                        .map(|path| path.with_file_name("rayon.json")),
-                );
-                run_rayon(&header, &rayon_args)?;
-                let worklist_args = worklist::WorklistArgs::for_report(
-                    args.quick,
-                    args.json
-                        .as_ref()
-                        .map(|path| path.with_file_name("worklist.json")),
-                    args.plot.clone(),
-                );
-                run_worklist(&header, &worklist_args)
-            })
-        }
+        Command::Report(args) => run_report(&header, args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -188,16 +147,56 @@ fn main() -> ExitCode {
     }
 }
 
+/// Every experiment in turn, with `report`'s settings.
+fn run_report(header: &header::Header, args: &ReportArgs) -> std::io::Result<()> {
+    let (run, plot) = (&args.run, &args.plot);
+    run_queue(
+        header,
+        &queue::QueueArgs {
+            run: run.clone(),
+            plot: plot.clone(),
+            queue: args.queue.clone(),
+        },
+    )?;
+    let forkjoin_args = forkjoin::ForkJoinArgs::for_report(
+        run.json_beside("forkjoin.json"),
+        plot.clone(),
+        args.full,
+    );
+    run_forkjoin(header, &forkjoin_args)?;
+    run_async(
+        header,
+        &asyncrt::AsyncArgs::for_report(run.json_beside("async.json")),
+    )?;
+    run_http(
+        header,
+        &http::HttpArgs::for_report(run.json_beside("http.json"), plot.clone()),
+    )?;
+    run_corun(
+        header,
+        &corun::CorunArgs::for_report(run.json_beside("corun.json"), plot.clone()),
+    )?;
+    run_rayon(
+        header,
+        &rayon_dropin::RayonArgs::for_report(run.json_beside("rayon.json")),
+    )?;
+    run_worklist(
+        header,
+        &worklist::WorklistArgs::for_report(run.json_beside("worklist.json"), plot.clone()),
+    )
+}
+
 fn run_queue(header: &header::Header, args: &queue::QueueArgs) -> std::io::Result<()> {
     let samples = queue::run(args);
     print!("{}", report::tables(&samples));
-    report::write_outputs(header, &samples, args)
+    report::write_samples(header, &args.run, &args.plot, &samples, report::plots)
 }
 
 fn run_forkjoin(header: &header::Header, args: &forkjoin::ForkJoinArgs) -> std::io::Result<()> {
     let outcome = forkjoin::run(args);
-    print!("{}", forkjoin::tables(&outcome.samples));
-    forkjoin::write_outputs(header, &outcome.samples, args)?;
+    let samples = &outcome.samples;
+    print!("{}", forkjoin::tables(samples));
+    report::write_samples(header, &args.run, &args.plot, samples, forkjoin::plots)?;
     if outcome.failures.is_empty() {
         return Ok(());
     }
@@ -215,13 +214,20 @@ fn run_forkjoin(header: &header::Header, args: &forkjoin::ForkJoinArgs) -> std::
 fn run_async(header: &header::Header, args: &asyncrt::AsyncArgs) -> std::io::Result<()> {
     let samples = asyncrt::run(args);
     print!("{}", asyncrt::tables(&samples));
-    asyncrt::write_outputs(header, &samples, args)
+    let no_plots = &options::PlotOption::default();
+    report::write_samples(header, &args.run, no_plots, &samples, |_, _| Ok(Vec::new()))
 }
 
 fn run_http(header: &header::Header, args: &http::HttpArgs) -> std::io::Result<()> {
     let experiment = http::run(args)?;
     print!("{}", http::tables(&experiment));
-    http::write_outputs(header, &experiment, args)
+    report::write_outputs(
+        header,
+        args.run.json.as_deref(),
+        &experiment,
+        args.plot.dir.as_deref(),
+        |dir| http::svg::plot(&experiment, dir),
+    )
 }
 
 fn run_rayon(header: &header::Header, args: &rayon_dropin::RayonArgs) -> std::io::Result<()> {
@@ -231,38 +237,136 @@ fn run_rayon(header: &header::Header, args: &rayon_dropin::RayonArgs) -> std::io
         args.codegen_units
     );
     print!("{}", rayon_dropin::table(&rows));
-    if let Some(path) = &args.json {
-        #[derive(serde::Serialize)]
-        struct Output<'a> {
-            header: &'a header::Header,
-            codegen_units: u32,
-            rows: &'a [rayon_dropin::Row],
-        }
-        let json = serde_json::to_string_pretty(&Output {
-            header,
-            codegen_units: args.codegen_units,
-            rows: &rows,
-        })
-        .map_err(std::io::Error::other)?;
-        std::fs::write(path, json)?;
+    #[derive(serde::Serialize)]
+    struct Body<'a> {
+        codegen_units: u32,
+        rows: &'a [rayon_dropin::Row],
     }
-    Ok(())
+    let body = Body {
+        codegen_units: args.codegen_units,
+        rows: &rows,
+    };
+    report::write_outputs(header, args.run.json.as_deref(), &body, None, |_| {
+        Ok(Vec::new())
+    })
 }
 
 fn run_worklist(header: &header::Header, args: &worklist::WorklistArgs) -> std::io::Result<()> {
     let rows = worklist::run(args)?;
     print!("{}", worklist::table(&rows));
-    report::write_files(
-        header,
-        &rows,
-        args.json.as_deref(),
-        args.plot.as_deref(),
-        |dir| worklist::plots(&rows, dir),
-    )
+    report::write_samples(header, &args.run, &args.plot, &rows, worklist::plots)
 }
 
 fn run_corun(header: &header::Header, args: &corun::CorunArgs) -> std::io::Result<()> {
     let samples = corun::run(args);
     print!("{}", corun::tables(&samples));
-    corun::write_outputs(header, &samples, args)
+    report::write_samples(header, &args.run, &args.plot, &samples, corun::plots)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+
+    use super::{Cli, Command};
+
+    fn parse(line: &str) -> Command {
+        Cli::try_parse_from(line.split_whitespace())
+            .unwrap_or_else(|e| panic!("{line}: {e}"))
+            .command
+    }
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    /// The command lines of `.ci/run` and the README still parse, to the
+    /// same settings.
+    #[test]
+    fn documented_command_lines_parse() {
+        let Command::Queue(args) =
+            parse("bwos-bench queue --quick --json target/bench/queue.json --plot target/bench")
+        else {
+            panic!("not queue")
+        };
+        assert!(args.run.quick);
+        assert_eq!(args.run.repetitions(5, 2), 2);
+        assert_eq!(
+            args.run.json.as_deref(),
+            Some("target/bench/queue.json".as_ref())
+        );
+        assert_eq!(args.plot.dir.as_deref(), Some("target/bench".as_ref()));
+        assert_eq!(args.queue.threads, 8);
+        for line in [
+            "bwos-bench forkjoin --quick --json target/bench/forkjoin.json --plot target/bench",
+            "bwos-bench corun --quick --json target/bench/corun.json --plot target/bench",
+            "bwos-bench async --quick --json target/bench/async.json",
+            "bwos-bench http --quick --json target/bench/http.json --plot target/bench",
+            "bwos-bench http --quick --load-generator builtin",
+            "bwos-bench worklist --quick --json target/bench/worklist.json --plot target/bench",
+            "bwos-bench report --plot target/report",
+            "bwos-bench report --quick",
+            "bwos-bench report --json target/report/queue.json",
+            "bwos-bench report --full",
+            "bwos-bench corun --threads 2 --skip-policies",
+        ] {
+            parse(line);
+        }
+        let Command::Report(args) = parse("bwos-bench report --threads 4 --repetitions 7 --full")
+        else {
+            panic!("not report")
+        };
+        assert_eq!(args.queue.threads, 4);
+        assert_eq!(args.run.repetitions, Some(7));
+        assert!(args.full);
+    }
+
+    /// Defaults come from the experiment; `--quick` overrides repetitions.
+    #[test]
+    fn repetitions_resolve_per_experiment() {
+        let Command::Async(args) = parse("bwos-bench async") else {
+            panic!("not async")
+        };
+        assert_eq!(args.run.repetitions(7, 1), 7);
+        assert_eq!(args.threads.count, 2);
+        let Command::Http(args) = parse("bwos-bench http --repetitions 4 --threads 3") else {
+            panic!("not http")
+        };
+        assert_eq!(args.run.repetitions(3, 1), 4);
+        assert_eq!(args.threads.count, 3);
+        assert!(Cli::try_parse_from(["bwos-bench", "worklist", "--repetitions", "0"]).is_err());
+    }
+
+    /// `--threads` takes a comma-separated list, repeated or not.
+    #[test]
+    fn thread_lists_are_comma_separated_or_repeated() {
+        for line in [
+            "bwos-bench forkjoin --threads 1,2,4",
+            "bwos-bench forkjoin --threads 1 --threads 2,4",
+        ] {
+            let Command::Forkjoin(args) = parse(line) else {
+                panic!("not forkjoin")
+            };
+            assert_eq!(args.threads.or_else(Vec::new), [1, 2, 4]);
+        }
+        let Command::Rayon(args) = parse("bwos-bench rayon") else {
+            panic!("not rayon")
+        };
+        assert_eq!(args.threads.or_else(|| vec![1, 2]), [1, 2]);
+        assert!(Cli::try_parse_from(["bwos-bench", "corun", "--threads", "0"]).is_err());
+    }
+
+    /// `report` gives every experiment a JSON file next to its own.
+    #[test]
+    fn report_names_the_json_files() {
+        let Command::Report(args) = parse("bwos-bench report --json out/queue.json") else {
+            panic!("not report")
+        };
+        let forkjoin = args.run.json_beside("forkjoin.json");
+        assert_eq!(forkjoin.json.as_deref(), Some("out/forkjoin.json".as_ref()));
+        let Command::Report(args) = parse("bwos-bench report") else {
+            panic!("not report")
+        };
+        assert_eq!(args.run.json_beside("forkjoin.json").json, None);
+    }
 }

@@ -34,6 +34,7 @@ use std::process::Command;
 
 use serde::Serialize;
 
+use crate::options::{RunOptions, ThreadCounts, repetitions_help};
 use crate::stats::Summary;
 
 /// The programs, in the order of the table.
@@ -47,36 +48,41 @@ pub const PROGRAMS: [&str; 7] = [
     "par-bridge",
 ];
 
+/// Repetitions per program, build and thread count without
+/// `--repetitions`.
+pub const REPETITIONS: u32 = 5;
+
 /// Options of `bwos-bench rayon`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(
+    mut_arg("quick", |a| a.help("A smoke run: small inputs, one repetition")),
+    mut_arg("repetitions", repetitions_help("Repetitions per program, build and thread count", REPETITIONS)),
+    mut_arg("threads", |a| a.help("Thread counts, comma-separated or repeated (default: 1 and 2)")),
+)]
 pub struct RayonArgs {
-    /// Repetitions per program, build and thread count.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
-    pub repetitions: u32,
-    /// Thread counts (default: 1 and 2).
-    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=1024))]
-    pub threads: Vec<u32>,
-    /// A smoke run: small inputs, one repetition.
-    #[arg(long)]
-    pub quick: bool,
+    /// `--quick`, `--repetitions`, `--json`.
+    #[command(flatten)]
+    pub run: RunOptions,
+    /// `--threads`.
+    #[command(flatten)]
+    pub threads: ThreadCounts,
     /// Codegen units of both release builds (rustc's default is 16; see
     /// the module docs for why the bench uses 1).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub codegen_units: u32,
-    /// Also write the samples as JSON here.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
 }
 
 impl RayonArgs {
-    /// The options `report` uses.
-    pub fn for_report(quick: bool, repetitions: u32, json: Option<PathBuf>) -> Self {
+    /// The options `report` uses: at most 3 repetitions, with the report's
+    /// `run` options.
+    pub fn for_report(run: RunOptions) -> Self {
         RayonArgs {
-            repetitions: if quick { 1 } else { repetitions },
-            threads: Vec::new(),
-            quick,
+            run: RunOptions {
+                repetitions: Some(run.repetitions.map_or(3, |n| n.min(3))),
+                ..run
+            },
+            threads: ThreadCounts::default(),
             codegen_units: 1,
-            json,
         }
     }
 }
@@ -120,13 +126,9 @@ impl Row {
 pub fn run(args: &RayonArgs) -> std::io::Result<Vec<Row>> {
     let stock = build(Build::Stock, args.codegen_units)?;
     let bwos = build(Build::Bwos, args.codegen_units)?;
-    let threads: Vec<usize> = if args.threads.is_empty() {
-        vec![1, 2]
-    } else {
-        args.threads.iter().map(|&t| t as usize).collect()
-    };
-    let scale = if args.quick { 0.02 } else { 1.0 };
-    let repetitions = if args.quick { 1 } else { args.repetitions };
+    let threads = args.threads.or_else(|| vec![1, 2]);
+    let scale = if args.run.quick { 0.02 } else { 1.0 };
+    let repetitions = args.run.repetitions(REPETITIONS, 1);
     let mut rows: Vec<Row> = threads
         .iter()
         .flat_map(|&threads| {
@@ -140,7 +142,7 @@ pub fn run(args: &RayonArgs) -> std::io::Result<Vec<Row>> {
             })
         })
         .collect();
-    let idle_window_ms = if args.quick {
+    let idle_window_ms = if args.run.quick {
         IDLE_WINDOW_MS / 10
     } else {
         IDLE_WINDOW_MS

@@ -9,7 +9,8 @@ use plotters::prelude::*;
 use serde::Serialize;
 
 use crate::header::Header;
-use crate::queue::{Experiment, Order, QueueArgs, Sample};
+use crate::options::{PlotOption, RunOptions};
+use crate::queue::{Experiment, Order, Sample};
 use crate::stats::Summary;
 
 /// The samples of one queue in one setting.
@@ -149,34 +150,32 @@ pub fn tables(samples: &[Sample]) -> String {
     out
 }
 
+/// An experiment's JSON file: the header, then the fields of its body.
 #[derive(Serialize)]
-struct JsonReport<'a, S> {
+struct JsonReport<'a, B> {
     header: &'a Header,
+    #[serde(flatten)]
+    body: &'a B,
+}
+
+/// The JSON body of an experiment that writes nothing but its samples.
+#[derive(Serialize)]
+struct Samples<'a, S> {
     samples: &'a [S],
 }
 
-/// Writes the JSON file and the plots the arguments ask for.
-pub fn write_outputs(header: &Header, samples: &[Sample], args: &QueueArgs) -> io::Result<()> {
-    write_files(
-        header,
-        samples,
-        args.json.as_deref(),
-        args.plot.as_deref(),
-        |dir| plots(samples, dir),
-    )
-}
-
-/// Writes the header and `samples` as JSON to `json`, and the plots that
-/// `plots` draws into `plot`, each if asked for; prints what it wrote.
-pub(crate) fn write_files<S: Serialize>(
+/// Writes every experiment's files: the header and the fields of `body`
+/// as JSON to `json`, and the plots that `plots` draws into `plot` (it
+/// returns the files it wrote), each if asked for; prints what it wrote.
+pub fn write_outputs<B: Serialize>(
     header: &Header,
-    samples: &[S],
     json: Option<&Path>,
+    body: &B,
     plot: Option<&Path>,
     plots: impl FnOnce(&Path) -> io::Result<Vec<String>>,
 ) -> io::Result<()> {
     if let Some(path) = json {
-        write_json(path, &JsonReport { header, samples })?;
+        write_json(path, &JsonReport { header, body })?;
     }
     if let Some(dir) = plot {
         fs::create_dir_all(dir).map_err(|e| annotate(e, dir))?;
@@ -185,6 +184,25 @@ pub(crate) fn write_files<S: Serialize>(
         }
     }
     Ok(())
+}
+
+/// [`write_outputs`] for the experiments whose JSON body is their samples
+/// (`"samples": [..]`) and whose `plots` are drawn from them, as `run` and
+/// `plot` ask.
+pub fn write_samples<S: Serialize>(
+    header: &Header,
+    run: &RunOptions,
+    plot: &PlotOption,
+    samples: &[S],
+    plots: fn(&[S], &Path) -> io::Result<Vec<String>>,
+) -> io::Result<()> {
+    write_outputs(
+        header,
+        run.json.as_deref(),
+        &Samples { samples },
+        plot.dir.as_deref(),
+        |dir| plots(samples, dir),
+    )
 }
 
 /// Writes `report` as pretty JSON to `path`, creating its directory.
@@ -198,14 +216,16 @@ fn write_json(path: &Path, report: &impl Serialize) -> io::Result<()> {
     Ok(())
 }
 
-pub(crate) fn annotate(error: io::Error, path: &Path) -> io::Error {
+fn annotate(error: io::Error, path: &Path) -> io::Error {
     io::Error::new(error.kind(), format!("{}: {error}", path.display()))
 }
 
 /// A queue's line in a plot: (x, median throughput) points.
 pub(crate) type Series = (&'static str, Vec<(f64, f64)>);
 
-fn plots(samples: &[Sample], dir: &Path) -> io::Result<Vec<String>> {
+/// Draws the queue experiment's SVG plots into `dir`; returns the files
+/// written.
+pub fn plots(samples: &[Sample], dir: &Path) -> io::Result<Vec<String>> {
     let groups = groups(samples);
     let mut written = Vec::new();
     // Experiment 2: throughput against the stolen share reached.
@@ -419,4 +439,42 @@ pub(crate) fn grouped_bars(
         Ok(())
     };
     draw().map_err(|e| io::Error::other(format!("{}: {e}", path.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The body's fields follow the header as if they were declared next
+    /// to it: the files read as before the writer was shared.
+    #[test]
+    fn json_files_are_the_header_then_the_body() {
+        #[derive(Serialize)]
+        struct Flat<'a> {
+            header: &'a Header,
+            load_generator: &'static str,
+            samples: &'a [u32],
+        }
+        #[derive(Serialize)]
+        struct Body<'a> {
+            load_generator: &'static str,
+            samples: &'a [u32],
+        }
+        let header = Header::collect();
+        let dir = std::env::temp_dir().join(format!("bwos-bench-json-{}", std::process::id()));
+        let path = dir.join("nested").join("out.json");
+        let body = Body {
+            load_generator: "wrk -t1",
+            samples: &[1, 2],
+        };
+        write_outputs(&header, Some(&path), &body, None, |_| unreachable!()).unwrap();
+        let written = fs::read_to_string(&path).unwrap();
+        fs::remove_dir_all(&dir).unwrap();
+        let flat = Flat {
+            header: &header,
+            load_generator: "wrk -t1",
+            samples: &[1, 2],
+        };
+        assert_eq!(written, serde_json::to_string_pretty(&flat).unwrap());
+    }
 }

@@ -32,47 +32,51 @@
 //! that exactly the reachable objects were marked.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use serde::Serialize;
 
+use crate::options::{PlotOption, RunOptions, WorkerThreads, repetitions_help};
 use crate::stats::Summary;
+
+/// Repetitions without `--repetitions`.
+pub const REPETITIONS: u32 = 5;
 
 /// Options of `bwos-bench worklist`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(
+    mut_arg("quick", |a| a.help("A smoke run: 200,000 and 20,000 objects, one repetition")),
+    mut_arg("repetitions", repetitions_help("Repetitions (each runs every contender once)", REPETITIONS)),
+    mut_arg("threads", |a| a.help("Worker threads of the parallel contenders")),
+)]
 pub struct WorklistArgs {
+    /// `--quick`, `--repetitions`, `--json`.
+    #[command(flatten)]
+    pub run: RunOptions,
+    /// `--plot`.
+    #[command(flatten)]
+    pub plot: PlotOption,
+    /// `--threads`.
+    #[command(flatten)]
+    pub threads: WorkerThreads,
     /// Objects per heap (default: 10,000,000 and 200,000).
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(2..=200_000_000))]
     pub objects: Vec<u32>,
-    /// Worker threads of the parallel contenders.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1024))]
-    pub threads: u32,
-    /// Repetitions (each runs every contender once).
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
-    pub repetitions: u32,
-    /// A smoke run: 200,000 and 20,000 objects, one repetition.
-    #[arg(long)]
-    pub quick: bool,
-    /// Also write the samples as JSON here.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Write SVG plots into this directory.
-    #[arg(long, value_name = "DIR")]
-    pub plot: Option<PathBuf>,
 }
 
 impl WorklistArgs {
-    /// The options `report` uses.
-    pub fn for_report(quick: bool, json: Option<PathBuf>, plot: Option<PathBuf>) -> Self {
+    /// The options `report` uses: 2,000,000 and 200,000 objects, 3
+    /// repetitions, with the report's `run` and `plot` options.
+    pub fn for_report(run: RunOptions, plot: PlotOption) -> Self {
         WorklistArgs {
-            objects: vec![2_000_000, 200_000],
-            threads: 2,
-            repetitions: 3,
-            quick,
-            json,
+            run: RunOptions {
+                repetitions: Some(3),
+                ..run
+            },
             plot,
+            threads: WorkerThreads { count: 2 },
+            objects: vec![2_000_000, 200_000],
         }
     }
 }
@@ -462,19 +466,15 @@ pub struct Row {
 /// Runs the experiment. Fails if a contender marks a different set of
 /// objects than serial marking.
 pub fn run(args: &WorklistArgs) -> std::io::Result<Vec<Row>> {
-    let sizes: Vec<usize> = if args.quick {
+    let sizes: Vec<usize> = if args.run.quick {
         vec![200_000, 20_000]
     } else if args.objects.is_empty() {
         vec![10_000_000, 200_000]
     } else {
         args.objects.iter().map(|&n| n as usize).collect()
     };
-    let repetitions = if args.quick {
-        1
-    } else {
-        args.repetitions as usize
-    };
-    let threads = args.threads as usize;
+    let repetitions = args.run.repetitions(REPETITIONS, 1) as usize;
+    let threads = args.threads.count as usize;
     let mut rows = Vec::new();
     for &objects in &sizes {
         for shape in Shape::ALL {

@@ -13,45 +13,48 @@ pub mod kernels;
 pub mod runtime;
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::header::Header;
+use crate::options::{RunOptions, WorkerThreads, repetitions_help};
 use crate::stats::Summary;
 use kernels::{Kernel, Scale};
 use runtime::{AsyncRuntime, Bwos, Smol, Tokio};
 
+/// Repetitions without `--repetitions`.
+pub const REPETITIONS: u32 = 7;
+
 /// Options of `bwos-bench async`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(
+    mut_arg("quick", |a| a.help("A smoke run: one repetition, three iterations, sizes / 10")),
+    mut_arg("repetitions", repetitions_help("Repetitions (each starts every runtime afresh)", REPETITIONS)),
+    mut_arg("threads", |a| a.help("Worker threads of every runtime")),
+)]
 pub struct AsyncArgs {
-    /// Worker threads of every runtime.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1024))]
-    pub threads: u32,
-    /// Repetitions (each starts every runtime afresh).
-    #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub repetitions: u32,
+    /// `--quick`, `--repetitions`, `--json`.
+    #[command(flatten)]
+    pub run: RunOptions,
+    /// `--threads`.
+    #[command(flatten)]
+    pub threads: WorkerThreads,
     /// Timed iterations of each kernel per repetition.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub iterations: u32,
-    /// A smoke run: one repetition, three iterations, sizes / 10.
-    #[arg(long)]
-    pub quick: bool,
-    /// Also write the samples as JSON here.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
 }
 
 impl AsyncArgs {
-    /// The options `bwos-bench report` uses.
-    pub fn for_report(quick: bool, json: Option<PathBuf>) -> AsyncArgs {
+    /// The short run of `bwos-bench report`: 3 repetitions of 10
+    /// iterations on 2 threads, with the report's `run` options.
+    pub fn for_report(run: RunOptions) -> AsyncArgs {
         AsyncArgs {
-            threads: 2,
-            repetitions: if quick { 1 } else { 3 },
-            iterations: if quick { 3 } else { 10 },
-            quick,
-            json,
+            run: RunOptions {
+                repetitions: Some(3),
+                ..run
+            },
+            threads: WorkerThreads { count: 2 },
+            iterations: 10,
         }
     }
 }
@@ -71,19 +74,16 @@ pub const RUNTIMES: [&str; 3] = [Bwos::NAME, Tokio::NAME, Smol::NAME];
 
 /// Runs the benchmark and returns its samples.
 pub fn run(args: &AsyncArgs) -> Vec<Sample> {
-    let (repetitions, iterations) = if args.quick {
-        (1, 3)
-    } else {
-        (args.repetitions, args.iterations)
-    };
+    let repetitions = args.run.repetitions(REPETITIONS, 1);
+    let iterations = if args.run.quick { 3 } else { args.iterations };
     let scale = Scale {
-        divisor: if args.quick { 10 } else { 1 },
-        workers: args.threads as usize,
+        divisor: if args.run.quick { 10 } else { 1 },
+        workers: args.threads.count as usize,
     };
     let mut samples = Vec::new();
     for repetition in 0..repetitions {
         for offset in 0..RUNTIMES.len() {
-            let threads = args.threads as usize;
+            let threads = args.threads.count as usize;
             match (repetition as usize + offset) % RUNTIMES.len() {
                 0 => measure::<Bwos>(threads, scale, repetition, iterations, &mut samples),
                 1 => measure::<Tokio>(threads, scale, repetition, iterations, &mut samples),
@@ -203,20 +203,4 @@ pub fn tables(samples: &[Sample]) -> String {
         geomean(&log_ratios[1])
     );
     out
-}
-
-/// Writes the JSON file if asked for.
-pub fn write_outputs(header: &Header, samples: &[Sample], args: &AsyncArgs) -> std::io::Result<()> {
-    if let Some(path) = &args.json {
-        #[derive(Serialize)]
-        struct Output<'a> {
-            header: &'a Header,
-            samples: &'a [Sample],
-        }
-        let json = serde_json::to_string_pretty(&Output { header, samples })
-            .map_err(std::io::Error::other)?;
-        std::fs::write(path, json)?;
-        eprintln!("async: wrote {}", path.display());
-    }
-    Ok(())
 }

@@ -32,58 +32,62 @@ mod report;
 
 use std::io::{BufRead, BufReader, Write};
 use std::num::NonZero;
-use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
+use crate::options::{PlotOption, RunOptions, ThreadCounts, repetitions_help};
 pub use child::ChildArgs;
 use child::{ChildReport, Config, Program, Selector};
-pub use report::{tables, write_outputs};
+pub use report::{plots, tables};
+
+/// Repetitions of every measurement without `--repetitions`.
+pub const REPETITIONS: u32 = 5;
 
 /// Options of `bwos-bench corun`.
 #[derive(Debug, Clone, Args)]
+#[command(
+    mut_arg("quick", |a| a.help("A short smoke run: one repetition, short runs, small inputs")),
+    mut_arg("repetitions", repetitions_help("Repetitions of every measurement (interleaved across configurations)", REPETITIONS)),
+    mut_arg("threads", |a| a.help("Workers per program, comma-separated or repeated (default: the number of cores, and twice that)")),
+)]
 pub struct CorunArgs {
-    /// Repetitions of every measurement (interleaved across configurations).
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
-    pub repetitions: u32,
+    /// `--quick`, `--repetitions`, `--json`.
+    #[command(flatten)]
+    pub run: RunOptions,
+    /// `--plot`.
+    #[command(flatten)]
+    pub plot: PlotOption,
+    /// `--threads`.
+    #[command(flatten)]
+    pub threads: ThreadCounts,
     /// Target seconds of measured iterations per program and run.
     #[arg(long, default_value_t = 0.5)]
     pub seconds: f64,
-    /// Workers per program (default: the number of cores, and twice that).
-    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=1024))]
-    pub threads: Vec<u32>,
     /// Runtime configurations (default: all).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub configs: Vec<Config>,
     /// Skip the stealing-policy table.
     #[arg(long)]
     pub skip_policies: bool,
-    /// A short smoke run: one repetition, short runs, small inputs.
-    #[arg(long)]
-    pub quick: bool,
-    /// Write every sample to this JSON file.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Write SVG plots into this directory.
-    #[arg(long, value_name = "DIR")]
-    pub plot: Option<PathBuf>,
 }
 
 impl CorunArgs {
-    /// The options `report` uses.
-    pub fn for_report(quick: bool, repetitions: u32, plot: Option<PathBuf>) -> Self {
+    /// The short co-run of `report`: one repetition of 0.3 s runs, the
+    /// default sizes, with the report's `run` and `plot` options.
+    pub fn for_report(run: RunOptions, plot: PlotOption) -> Self {
         CorunArgs {
-            repetitions,
-            seconds: 0.5,
-            threads: Vec::new(),
+            run: RunOptions {
+                repetitions: Some(1),
+                ..run
+            },
+            plot,
+            threads: ThreadCounts::default(),
+            seconds: 0.3,
             configs: Vec::new(),
             skip_policies: false,
-            quick,
-            json: None,
-            plot,
         }
     }
 }
@@ -212,8 +216,8 @@ fn child_args(args: &CorunArgs, program: Program, config: Config, threads: usize
         program,
         config,
         threads,
-        seconds: if args.quick { 0.05 } else { args.seconds },
-        quick: args.quick,
+        seconds: if args.run.quick { 0.05 } else { args.seconds },
+        quick: args.run.quick,
         selector: Selector::Random,
         probabilistic: false,
         block: false,
@@ -238,13 +242,13 @@ const IDLE_CONFIGS: [Config; 4] = [
 /// Runs the whole experiment; returns every sample.
 pub fn run(args: &CorunArgs) -> Vec<Sample> {
     let cores = std::thread::available_parallelism().map_or(1, NonZero::get);
-    let thread_counts: Vec<usize> = if !args.threads.is_empty() {
-        args.threads.iter().map(|&t| t as usize).collect()
-    } else if args.quick {
-        vec![cores]
-    } else {
-        vec![cores, 2 * cores]
-    };
+    let thread_counts = args.threads.or_else(|| {
+        if args.run.quick {
+            vec![cores]
+        } else {
+            vec![cores, 2 * cores]
+        }
+    });
     let configs: Vec<Config> = if args.configs.is_empty() {
         vec![
             Config::BwosSpin,
@@ -258,7 +262,7 @@ pub fn run(args: &CorunArgs) -> Vec<Sample> {
     } else {
         args.configs.clone()
     };
-    let repetitions = if args.quick { 1 } else { args.repetitions };
+    let repetitions = args.run.repetitions(REPETITIONS, 1);
     let oversubscribed = [cores, 4 * cores];
     let policy_runs = if args.skip_policies {
         0

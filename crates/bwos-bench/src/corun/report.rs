@@ -5,9 +5,8 @@ use std::io;
 use std::path::Path;
 
 use super::child::{Config, Program, Selector};
-use super::{CorunArgs, PAIRS, Sample, Section};
-use crate::header::Header;
-use crate::report::{Series, line_plot, write_files};
+use super::{PAIRS, Sample, Section};
+use crate::report::{Series, line_plot};
 use crate::stats::Summary;
 
 fn program_name(program: Program) -> &'static str {
@@ -460,19 +459,9 @@ fn stats(out: &mut String, samples: &[Sample]) {
     }
 }
 
-/// Writes the JSON file and the plots the arguments ask for.
-pub fn write_outputs(header: &Header, samples: &[Sample], args: &CorunArgs) -> io::Result<()> {
-    write_files(
-        header,
-        samples,
-        args.json.as_deref(),
-        args.plot.as_deref(),
-        |dir| plots(samples, dir),
-    )
-}
-
-/// Per worker count: average unfairness and throughput per configuration.
-fn plots(samples: &[Sample], dir: &Path) -> io::Result<Vec<String>> {
+/// Draws, per worker count, the average unfairness and throughput of
+/// every configuration into `dir`; returns the files written.
+pub fn plots(samples: &[Sample], dir: &Path) -> io::Result<Vec<String>> {
     let configs = configs_in(samples, Section::Corun);
     let mut written = Vec::new();
     for threads in thread_counts(samples, Section::Corun) {

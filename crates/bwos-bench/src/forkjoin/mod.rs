@@ -19,7 +19,6 @@ mod report;
 pub(crate) mod runtime;
 
 use std::io::Read;
-use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Stdio};
 use std::thread;
 use std::time::Duration;
@@ -29,42 +28,45 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use wait_timeout::ChildExt;
 
+use crate::options::{PlotOption, RunOptions, ThreadCounts, repetitions_help};
 use child::ChildReport;
 pub use kernels::{Scale, Suite};
-pub use report::{tables, write_outputs};
+pub use report::{plots, tables};
 
 /// The default `--child-timeout`: ten minutes, far above any measurement
 /// of the suite (the paper-scale serial runs take seconds).
 pub const DEFAULT_CHILD_TIMEOUT_SECS: u64 = 600;
 
+/// Repetitions of every configuration without `--repetitions`.
+pub const REPETITIONS: u32 = 5;
+
 /// Options of `bwos-bench forkjoin`.
 #[derive(Debug, Clone, Args)]
+#[command(
+    mut_arg("quick", |a| a.help("A smoke run: quick inputs, 2 repetitions, 1 and 2 threads")),
+    mut_arg("repetitions", repetitions_help("Repetitions of every configuration (interleaved across runtimes)", REPETITIONS)),
+    mut_arg("threads", |a| a.help("Thread counts to run, comma-separated or repeated [default: 1,2,4,8]")),
+)]
 pub struct ForkJoinArgs {
-    /// Repetitions of every configuration (interleaved across runtimes).
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub repetitions: u32,
+    /// `--quick`, `--repetitions`, `--json`.
+    #[command(flatten)]
+    pub run: RunOptions,
+    /// `--plot`.
+    #[command(flatten)]
+    pub plot: PlotOption,
+    /// `--threads`.
+    #[command(flatten)]
+    pub threads: ThreadCounts,
     /// Target milliseconds of timed runs per measurement (the run count is
     /// set from the serial time; at least one run).
     #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=600_000))]
     pub millis: u64,
-    /// Thread counts to run [default: 1,2,4,8].
-    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=1024))]
-    pub threads: Vec<u32>,
     /// Kernels to run (default: all sixteen).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub only: Vec<Suite>,
     /// Input sizes.
     #[arg(long, value_enum, default_value_t = Scale::Default)]
     pub scale: Scale,
-    /// A smoke run: quick inputs, 2 repetitions, 1 and 2 threads.
-    #[arg(long)]
-    pub quick: bool,
-    /// Write every sample to this JSON file.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Write SVG plots into this directory.
-    #[arg(long, value_name = "DIR")]
-    pub plot: Option<PathBuf>,
     /// Seconds one child process (one kernel, runtime and thread count)
     /// may run before it is killed and counted as a failure.
     #[arg(long, value_name = "SECS", default_value_t = DEFAULT_CHILD_TIMEOUT_SECS, value_parser = clap::value_parser!(u64).range(1..=86_400))]
@@ -73,17 +75,18 @@ pub struct ForkJoinArgs {
 
 impl ForkJoinArgs {
     /// The options `report` uses: small inputs (paper-scale with `full`),
-    /// with the shared switches.
-    pub fn for_report(quick: bool, full: bool, repetitions: u32, plot: Option<PathBuf>) -> Self {
+    /// at most 3 repetitions, with the report's `run` and `plot` options.
+    pub fn for_report(run: RunOptions, plot: PlotOption, full: bool) -> Self {
         ForkJoinArgs {
-            repetitions,
+            run: RunOptions {
+                repetitions: Some(run.repetitions.map_or(3, |n| n.min(3))),
+                ..run
+            },
+            plot,
+            threads: ThreadCounts::default(),
             millis: 200,
-            threads: Vec::new(),
             only: Vec::new(),
             scale: if full { Scale::Paper } else { Scale::Small },
-            quick,
-            json: None,
-            plot,
             child_timeout: DEFAULT_CHILD_TIMEOUT_SECS,
         }
     }
@@ -281,19 +284,14 @@ fn spawn_child(run: &ChildRun) -> Result<ChildReport, String> {
 
 /// Runs every selected kernel on every runtime and thread count.
 pub fn run(args: &ForkJoinArgs) -> Outcome {
-    let (scale, repetitions, target, default_threads) = if args.quick {
-        (Scale::Quick, 2, Duration::from_millis(20), vec![1, 2])
+    let repetitions = args.run.repetitions(REPETITIONS, 2);
+    let (scale, target, default_threads) = if args.run.quick {
+        (Scale::Quick, Duration::from_millis(20), vec![1, 2])
     } else {
-        let threads = if args.threads.is_empty() {
-            vec![1, 2, 4, 8]
-        } else {
-            args.threads.iter().map(|&t| t as usize).collect()
-        };
         (
             args.scale,
-            args.repetitions,
             Duration::from_millis(args.millis),
-            threads,
+            args.threads.or_else(|| vec![1, 2, 4, 8]),
         )
     };
     let timeout = Duration::from_secs(args.child_timeout);

@@ -10,9 +10,8 @@ use std::fmt::Write as _;
 use std::io;
 use std::path::Path;
 
-use super::{ForkJoinArgs, Runtime, Sample, Suite};
-use crate::header::Header;
-use crate::report::{Bars, Series, grouped_bars, line_plot, write_files};
+use super::{Runtime, Sample, Suite};
+use crate::report::{Bars, Series, grouped_bars, line_plot};
 use crate::stats::Summary;
 
 /// The samples, indexed by kernel, thread count and runtime.
@@ -440,21 +439,10 @@ fn fork_tables(index: &Index<'_>, out: &mut String) {
     }
 }
 
-/// Writes the JSON file and the plots the arguments ask for.
-pub fn write_outputs(header: &Header, samples: &[Sample], args: &ForkJoinArgs) -> io::Result<()> {
-    write_files(
-        header,
-        samples,
-        args.json.as_deref(),
-        args.plot.as_deref(),
-        |dir| plots(samples, dir),
-    )
-}
-
 /// A plot per kernel of speedup against threads (Figure 7 of the Nowa
 /// paper), and a summary of every kernel's speedup at each thread count
 /// as grouped bars.
-fn plots(samples: &[Sample], dir: &Path) -> io::Result<Vec<String>> {
+pub fn plots(samples: &[Sample], dir: &Path) -> io::Result<Vec<String>> {
     let index = Index::new(samples);
     let mut written = Vec::new();
     let position = |threads: usize| index.threads.iter().position(|&t| t == threads);

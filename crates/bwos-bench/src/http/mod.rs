@@ -15,14 +15,13 @@
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::asyncrt::runtime::{AsyncRuntime, Bwos, Smol, Tokio};
-use crate::header::Header;
+use crate::options::{PlotOption, RunOptions, WorkerThreads, repetitions_help};
 use crate::stats::Summary;
 
 pub mod client;
@@ -66,59 +65,73 @@ impl LoadGenerator {
     }
 }
 
+/// Repetitions of every point without `--repetitions`.
+pub const REPETITIONS: u32 = 3;
+
 /// Options of `bwos-bench http`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(
+    mut_arg("quick", |a| a.help("A smoke run: one repetition of one second at 50 connections")),
+    mut_arg("repetitions", repetitions_help("Repetitions of every point", REPETITIONS)),
+    mut_arg("plot", |a| a.help("Write SVG plots (throughput against p99 latency and against CPU per request, as the BWoS paper's Figure 14) into this directory")),
+    mut_arg("threads", |a| a.help("Worker threads of every server runtime")),
+)]
 pub struct HttpArgs {
-    /// Worker threads of every server runtime.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1024))]
-    pub threads: u32,
+    /// `--quick`, `--repetitions`, `--json`.
+    #[command(flatten)]
+    pub run: RunOptions,
+    /// `--plot`.
+    #[command(flatten)]
+    pub plot: PlotOption,
+    /// `--threads`.
+    #[command(flatten)]
+    pub threads: WorkerThreads,
     /// Open connections per load point.
     #[arg(long, value_delimiter = ',', default_values_t = [50u32, 200, 1000])]
     pub connections: Vec<u32>,
     /// Seconds of load per point.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=3600))]
     pub seconds: u32,
-    /// Repetitions of every point.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
-    pub repetitions: u32,
-    /// A smoke run: one repetition of one second at 50 connections.
-    #[arg(long)]
-    pub quick: bool,
     /// The program that loads the servers.
     #[arg(long, value_enum, default_value_t = LoadGenerator::Auto)]
     pub load_generator: LoadGenerator,
-    /// Also write the samples as JSON here.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Also write SVG plots (throughput against p99 latency and against
-    /// CPU per request, as the BWoS paper's Figure 14) into this directory.
-    #[arg(long, value_name = "DIR")]
-    pub plot: Option<PathBuf>,
 }
 
 impl HttpArgs {
     /// The short run of `bwos-bench report`: every runtime at 200 and 1000
     /// connections, one repetition of two seconds (one second and 50
-    /// connections with `quick`).
-    pub fn for_report(quick: bool, json: Option<PathBuf>, plot: Option<PathBuf>) -> HttpArgs {
+    /// connections with `quick`), with the report's `run` and `plot`
+    /// options.
+    pub fn for_report(run: RunOptions, plot: PlotOption) -> HttpArgs {
         HttpArgs {
-            threads: 2,
+            run: RunOptions {
+                repetitions: Some(1),
+                ..run
+            },
+            plot,
+            threads: WorkerThreads { count: 2 },
             connections: vec![200, 1000],
             seconds: 2,
-            repetitions: 1,
-            quick,
             load_generator: LoadGenerator::Auto,
-            json,
-            plot,
         }
     }
 }
 
-/// The samples of one run and the program that produced the load.
+/// The samples of one run and the program that produced the load; it
+/// serializes as the body of `http`'s JSON file.
 #[derive(Debug, Clone, Serialize)]
 pub struct Experiment {
+    /// Serialized as its description (`wrk -t1`, ..).
+    #[serde(serialize_with = "describe")]
     pub load_generator: LoadGenerator,
     pub samples: Vec<Sample>,
+}
+
+fn describe<S: serde::Serializer>(
+    load_generator: &LoadGenerator,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(load_generator.describe())
 }
 
 /// One load point on one runtime in one repetition.
@@ -142,10 +155,11 @@ const RUNTIMES: [&str; 3] = [Bwos::NAME, Tokio::NAME, Smol::NAME];
 /// missing or a server fails.
 pub fn run(args: &HttpArgs) -> std::io::Result<Experiment> {
     let load_generator = args.load_generator.resolve()?;
-    let (connections, seconds, repetitions) = if args.quick {
-        (vec![50], 1, 1)
+    let repetitions = args.run.repetitions(REPETITIONS, 1);
+    let (connections, seconds) = if args.run.quick {
+        (vec![50], 1)
     } else {
-        (args.connections.clone(), args.seconds, args.repetitions)
+        (args.connections.clone(), args.seconds)
     };
     let mut samples = Vec::new();
     for &connections in &connections {
@@ -154,7 +168,7 @@ pub fn run(args: &HttpArgs) -> std::io::Result<Experiment> {
                 let runtime = RUNTIMES[(repetition as usize + offset) % RUNTIMES.len()];
                 let point = Point {
                     runtime,
-                    threads: args.threads,
+                    threads: args.threads.count,
                     connections,
                     seconds,
                     repetition,
@@ -386,36 +400,6 @@ pub fn tables(experiment: &Experiment) -> String {
         }
     }
     out
-}
-
-/// Writes the JSON file and the plots if asked for.
-pub fn write_outputs(
-    header: &Header,
-    experiment: &Experiment,
-    args: &HttpArgs,
-) -> std::io::Result<()> {
-    if let Some(path) = &args.json {
-        #[derive(Serialize)]
-        struct Output<'a> {
-            header: &'a Header,
-            load_generator: &'static str,
-            samples: &'a [Sample],
-        }
-        let json = serde_json::to_string_pretty(&Output {
-            header,
-            load_generator: experiment.load_generator.describe(),
-            samples: &experiment.samples,
-        })
-        .map_err(std::io::Error::other)?;
-        std::fs::write(path, json)?;
-        eprintln!("http: wrote {}", path.display());
-    }
-    if let Some(dir) = &args.plot {
-        for path in svg::plot(experiment, dir)? {
-            eprintln!("http: wrote {}", path.display());
-        }
-    }
-    Ok(())
 }
 
 /// Options of the hidden `http-server` subcommand.

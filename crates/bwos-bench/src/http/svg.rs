@@ -3,7 +3,7 @@
 //! median throughput on the x axis against median p99 latency, and
 //! against median server CPU time per request.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::{Experiment, RUNTIMES, Sample};
 use crate::report::{Series, line_plot};
@@ -12,9 +12,9 @@ use crate::stats::Summary;
 /// A plot's file name, y axis label and y value of a sample.
 type Plot = (&'static str, &'static str, fn(&Sample) -> f64);
 
-/// Writes `http-latency.svg` and `http-cpu.svg` into `dir`.
-pub fn plot(experiment: &Experiment, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir).map_err(|e| crate::report::annotate(e, dir))?;
+/// Writes `http-latency.svg` and `http-cpu.svg` into `dir`; returns the
+/// files written.
+pub fn plot(experiment: &Experiment, dir: &Path) -> std::io::Result<Vec<String>> {
     let plots: [Plot; 2] = [
         ("http-latency.svg", "p99 latency (ms)", |s| s.p99_ms),
         ("http-cpu.svg", "server CPU per request (us)", |s| {
@@ -43,7 +43,7 @@ pub fn plot(experiment: &Experiment, dir: &Path) -> std::io::Result<Vec<PathBuf>
             &series,
             None,
         )?;
-        written.push(path);
+        written.push(path.display().to_string());
     }
     Ok(written)
 }

@@ -6,7 +6,6 @@ mod one_thief;
 mod policy;
 mod pool;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
@@ -15,17 +14,36 @@ use serde::Serialize;
 
 pub use policy::Policy;
 
+use crate::options::{PlotOption, RunOptions, repetitions_help};
 use crate::queues::{
     BwosFifo, BwosLifo, CrossbeamFifo, CrossbeamLifo, Owner, SeqRing, SeqStack, St3Fifo, St3Lifo,
     Stealable,
 };
 
+/// Repetitions of every configuration without `--repetitions`.
+pub const REPETITIONS: u32 = 5;
+
 /// Options of `bwos-bench queue`.
 #[derive(Debug, Clone, Args)]
+#[command(
+    mut_arg("quick", |a| a.help("A short smoke run (under a minute): 2 repetitions, short measurements, fewer settings")),
+    mut_arg("repetitions", repetitions_help("Repetitions of every configuration (interleaved across queues)", REPETITIONS)),
+)]
 pub struct QueueArgs {
-    /// Repetitions of every configuration (interleaved across queues).
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub repetitions: u32,
+    /// `--quick`, `--repetitions`, `--json`.
+    #[command(flatten)]
+    pub run: RunOptions,
+    /// `--plot`.
+    #[command(flatten)]
+    pub plot: PlotOption,
+    /// The queue experiment's own options.
+    #[command(flatten)]
+    pub queue: QueueOptions,
+}
+
+/// The options only the queue experiment has (`report` takes them too).
+#[derive(Debug, Clone, Args)]
+pub struct QueueOptions {
     /// Milliseconds per measurement.
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=60_000))]
     pub millis: u64,
@@ -35,16 +53,6 @@ pub struct QueueArgs {
     /// Experiments to run (default: all).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub only: Vec<Experiment>,
-    /// A short smoke run (under a minute): 2 repetitions, short
-    /// measurements, fewer settings.
-    #[arg(long)]
-    pub quick: bool,
-    /// Write every sample to this JSON file.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Write SVG plots into this directory.
-    #[arg(long, value_name = "DIR")]
-    pub plot: Option<PathBuf>,
 }
 
 /// The three experiments.
@@ -122,13 +130,14 @@ impl Plan {
         let cores = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .max(2);
-        let mut pool_threads = vec![args.threads as usize];
+        let mut pool_threads = vec![args.queue.threads as usize];
         if !pool_threads.contains(&cores) {
             pool_threads.push(cores);
         }
-        if args.quick {
+        let repetitions = args.run.repetitions(REPETITIONS, 2);
+        if args.run.quick {
             Plan {
-                repetitions: 2,
+                repetitions,
                 duration: Duration::from_millis(40),
                 shares: vec![0, 10, 50],
                 pool_threads: vec![cores],
@@ -138,8 +147,8 @@ impl Plan {
             }
         } else {
             Plan {
-                repetitions: args.repetitions,
-                duration: Duration::from_millis(args.millis),
+                repetitions,
+                duration: Duration::from_millis(args.queue.millis),
                 shares: vec![0, 1, 5, 10, 20, 50],
                 pool_threads,
                 steal_percents: vec![0, 10, 50, 100],
@@ -153,7 +162,7 @@ impl Plan {
 /// Runs the selected experiments; returns every sample.
 pub fn run(args: &QueueArgs) -> Vec<Sample> {
     let plan = Plan::new(args);
-    let wanted = |e: Experiment| args.only.is_empty() || args.only.contains(&e);
+    let wanted = |e: Experiment| args.queue.only.is_empty() || args.queue.only.contains(&e);
     let mut samples = Vec::new();
     let progress = ProgressBar::new(0);
     progress.set_style(
