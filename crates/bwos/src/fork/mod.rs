@@ -128,13 +128,13 @@ mod boundary;
 mod child;
 pub(crate) mod frame;
 mod join;
+mod region;
 mod scope;
-mod scoped;
 
 pub use frame::{Boxed, boxed, boxed_with, ready};
 pub use join::{Join, join};
+pub use region::{Region, ScopedJoin, block_on};
 pub use scope::{Scope, ScopeFuture, scope};
-pub use scoped::{Region, ScopedJoin, block_on};
 
 use std::future::Future;
 

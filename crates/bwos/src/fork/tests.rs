@@ -276,7 +276,7 @@ async fn poll_in_task<F: Future + ?Sized>(mut future: Pin<&mut F>) -> Poll<F::Ou
 }
 
 mod scoped {
-    use super::super::scoped::{Region, block_on};
+    use super::super::region::{Region, block_on};
     use super::two_workers;
     use crate::fork::{self, Boxed};
     use std::future::Future;
