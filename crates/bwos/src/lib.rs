@@ -109,7 +109,7 @@ pub mod task;
 pub mod worklist;
 #[cfg(loom)]
 mod worklist {
-    pub(crate) mod core;
+    pub(crate) mod spill;
 }
 
 #[cfg(not(loom))]

@@ -125,13 +125,14 @@
 //! so the child cannot borrow (use [`scope`] for borrowing children).
 
 mod boundary;
+mod boxed;
 mod child;
-pub(crate) mod frame;
+mod frame_cache;
 mod join;
 mod region;
 mod scope;
 
-pub use frame::{Boxed, boxed, boxed_with, ready};
+pub use boxed::{Boxed, boxed, boxed_with, ready};
 pub use join::{Join, join};
 pub use region::{Region, ScopedJoin, block_on};
 pub use scope::{Scope, ScopeFuture, scope};

@@ -38,8 +38,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
 
 use super::boundary::Boundary;
+use super::boxed::Boxed;
 use super::child::{Child, ChildSlot};
-use super::frame::Boxed;
 use super::join::{Fast, poll_sequential_fast};
 use crate::sched::job::{HeapJob, JobRef};
 use crate::sched::stack::with_stack_room;

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Wake, Waker};
 
+use super::boxed::{Boxed, boxed};
 use super::child::Child;
-use super::frame::{Boxed, boxed};
 use crate::join::join_in_worker;
 use crate::sched::stack::with_stack_room;
 

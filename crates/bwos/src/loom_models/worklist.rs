@@ -1,4 +1,4 @@
-//! loom model: Work lists (`worklist/core.rs`): no item is lost when a participant leaves.
+//! loom model: Work lists (`worklist/spill.rs`): no item is lost when a participant leaves.
 
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicUsize, Ordering};
@@ -6,7 +6,7 @@ use loom::thread;
 
 use super::builder;
 
-/// Work lists (`worklist/core.rs`): two participants, each with its own
+/// Work lists (`worklist/spill.rs`): two participants, each with its own
 /// LIFO queue of two one-item blocks (so pushes grant blocks at once and
 /// the third item overflows to the spill); the owner seeds three items,
 /// item 1 makes item 4, and each participant takes items (own queue, then
@@ -18,7 +18,7 @@ use super::builder;
 fn worklist_no_item_is_lost_when_a_participant_leaves() {
     use bwos_queue::{Config, Steal, lifo};
 
-    use crate::worklist::core::{Spill, next_item, push_or_spill};
+    use crate::worklist::spill::{Spill, next_item, push_or_spill};
 
     type Counts = Arc<[AtomicUsize; 5]>;
 

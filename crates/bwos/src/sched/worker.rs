@@ -60,7 +60,7 @@ use bwos_queue::{fifo, lifo};
 
 use super::current::Yield;
 use super::idle::sleep::IdleHint;
-use super::idle::{Idle, IdleConfig, IdlePolicy};
+use super::idle::{Idle, IdleConfig, IdlePolicy, IdleWorker};
 use super::job::{AbortOnUnwind, JobRef};
 use super::latch::CoreLatch;
 use super::queues::{INJECTOR_BATCH, INJECTOR_INTERVAL};
@@ -215,8 +215,20 @@ impl WorkerThread {
         self.registry.counters(self.index)
     }
 
+    /// The pool's idle configuration (policy, threshold), as this worker
+    /// keeps it.
     pub(crate) fn idle_config(&self) -> IdleConfig {
         self.idle_config
+    }
+
+    /// This worker as its idle policy sees it (see [`IdleWorker`]).
+    #[inline(always)]
+    fn idle_worker(&self) -> IdleWorker<'_> {
+        IdleWorker {
+            registry: &self.registry,
+            index: self.index,
+            config: &self.idle_config,
+        }
     }
 
     pub(crate) fn registry_ptr(&self) -> *const Registry {
@@ -453,18 +465,18 @@ impl WorkerThread {
             return Some(task.into_job_ref());
         }
         if let Some(idle) = idle.as_deref_mut() {
-            idle.start_round(self);
+            idle.start_round(self.idle_worker());
         }
         let stolen = self
             .victims
             .steal(self.index, &StealView(self), &*self.registry, |victim| {
                 if let Some(idle) = idle.as_deref_mut() {
-                    idle.failed_attempt(self, victim);
+                    idle.failed_attempt(self.idle_worker(), victim);
                 }
             });
         if let Some(job) = stolen {
             if let Some(idle) = idle {
-                idle.stole(self);
+                idle.stole(self.idle_worker());
             }
             return Some(job);
         }
@@ -501,7 +513,7 @@ impl WorkerThread {
         while !latch.probe() {
             match self.find_work(Some(&mut idle)) {
                 Some(job) => {
-                    idle.work_found(self);
+                    idle.work_found(self.idle_worker());
                     self.beat();
                     // SAFETY: every `JobRef` in the pool's queues and
                     // injector is executed exactly once, by whoever takes
@@ -509,10 +521,10 @@ impl WorkerThread {
                     // frames wait for their latch, heap jobs own themselves).
                     unsafe { job.execute() };
                 }
-                None => idle.no_work_found(self, latch),
+                None => idle.no_work_found(self.idle_worker(), latch),
             }
         }
-        idle.work_found(self);
+        idle.work_found(self.idle_worker());
     }
 
     /// The body of worker thread `index`.
@@ -539,7 +551,7 @@ impl WorkerThread {
         worker.registry.thread_started(index);
         worker.run_until(
             worker.registry.terminate_latch(index),
-            Idle::at_start(&worker),
+            Idle::at_start(worker.idle_worker()),
         );
         debug_assert!(
             worker.queue.is_empty(),

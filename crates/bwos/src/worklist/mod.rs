@@ -73,8 +73,8 @@
 //! participant that pushed it, which is still running. It cannot hang: a
 //! participant with items processes them, and one without leaves after a
 //! bounded wait; helpers that start after the work is over find nothing
-//! and leave at once. The loom model `worklist_*` in `loom_models.rs`
-//! checks the core (`core.rs`) with two participants, a full queue that
+//! and leave at once. The loom model `worklist_*` in `loom_models/worklist.rs`
+//! checks the spill protocol (`spill.rs`) with two participants, a full queue that
 //! spills, and a thief that leaves while the owner still pushes.
 //!
 //! # Panics
@@ -84,7 +84,7 @@
 //! resumes in the caller once every participant has left. The pool stays
 //! usable.
 
-mod core;
+mod spill;
 
 use std::fmt;
 use std::sync::OnceLock;
@@ -93,12 +93,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use bwos_queue::{Config, Steal, lifo};
 use crossbeam_utils::CachePadded;
 
-use self::core::{Spill, next_item, push_or_spill};
 use crate::sched::pool::ThreadPool;
 use crate::sched::registry::Registry;
 use crate::sched::steal::{StealBatch, VictimQueues};
 use crate::sched::worker::WorkerThread;
 use crate::scope::{Scope, in_place_scope_in};
+use spill::{Spill, next_item, push_or_spill};
 
 /// Blocks per participant queue.
 const QUEUE_BLOCKS: usize = 32;

@@ -52,8 +52,9 @@ pub(crate) mod driver_seat;
 pub(crate) mod sleep;
 
 use crate::sched::latch::CoreLatch;
+use crate::sched::registry::Registry;
+use crate::sched::stats::WorkerCounters;
 use crate::sched::steal::topology::current_cpu;
-use crate::sched::worker::WorkerThread;
 use sleep::SleepOutcome;
 
 /// What an idle worker does between two failed steal rounds, and when it
@@ -170,6 +171,26 @@ const SPIN_ROUNDS: u32 = 10;
 /// worth splitting.
 const MAX_SPIN_SHIFT: u32 = 4;
 
+/// The worker an [`Idle`] runs for, as much of it as the idle policies
+/// use: the pool's shared state (sleep, balance, the wake-up of other
+/// workers), the worker's index and counters, and the pool's idle
+/// configuration. Made by `WorkerThread::idle_worker` at each call; three
+/// words, passed by value.
+#[derive(Clone, Copy)]
+pub(crate) struct IdleWorker<'a> {
+    pub(crate) registry: &'a Registry,
+    pub(crate) index: usize,
+    pub(crate) config: &'a IdleConfig,
+}
+
+impl IdleWorker<'_> {
+    /// The worker's scheduler counters.
+    #[inline(always)]
+    fn counters(&self) -> &WorkerCounters {
+        self.registry.counters(self.index)
+    }
+}
+
 /// One worker's idle state between two pieces of work.
 pub(crate) struct Idle {
     /// Failed rounds since the worker last found work.
@@ -203,8 +224,8 @@ impl Idle {
     /// offered to it. Otherwise a job pushed then stays private, and if the
     /// job that runs instead blocks until that one runs (a barrier across
     /// spawns), the pool deadlocks.
-    pub(crate) fn at_start(worker: &WorkerThread) -> Self {
-        worker.registry().balance.set_busy(worker.index(), false);
+    pub(crate) fn at_start(worker: IdleWorker<'_>) -> Self {
+        worker.registry.balance.set_busy(worker.index, false);
         Idle {
             searching: true,
             ..Idle::new()
@@ -212,25 +233,25 @@ impl Idle {
     }
 
     /// The worker starts a round: it counts as searching from now on.
-    pub(crate) fn start_round(&mut self, worker: &WorkerThread) {
+    pub(crate) fn start_round(&mut self, worker: IdleWorker<'_>) {
         if !self.searching {
-            let registry = worker.registry();
-            registry.balance.set_busy(worker.index(), false);
+            let registry = worker.registry;
+            registry.balance.set_busy(worker.index, false);
             registry.sleep.start_searching();
             self.searching = true;
         }
     }
 
     /// A steal attempt on `victim` found nothing to take.
-    pub(crate) fn failed_attempt(&mut self, worker: &WorkerThread, victim: usize) {
+    pub(crate) fn failed_attempt(&mut self, worker: IdleWorker<'_>, victim: usize) {
         worker.counters().failed_steals(1);
         self.round_failures += 1;
-        let config = worker.idle_config();
+        let config = worker.config;
         if config.policy != IdlePolicy::Balanced {
             return;
         }
-        let registry = worker.registry();
-        let (balance, me) = (&registry.balance, worker.index());
+        let registry = worker.registry;
+        let (balance, me) = (&registry.balance, worker.index);
         let observed = balance.observe(victim);
         if observed.busy {
             let stalled = self.last_busy == Some((victim, observed.heartbeat));
@@ -261,14 +282,14 @@ impl Idle {
     }
 
     /// The worker stole a job: BWS credits and the watchdog's hand-off.
-    pub(crate) fn stole(&mut self, worker: &WorkerThread) {
+    pub(crate) fn stole(&mut self, worker: IdleWorker<'_>) {
         worker.counters().steal();
         self.attempts = 0;
-        if worker.idle_config().policy != IdlePolicy::Balanced {
+        if worker.config.policy != IdlePolicy::Balanced {
             return;
         }
-        let registry = worker.registry();
-        let (balance, me) = (&registry.balance, worker.index());
+        let registry = worker.registry;
+        let (balance, me) = (&registry.balance, worker.index);
         balance.earn(me, 2);
         worker.counters().credits_earned(2);
         let woken = balance.hand_off(me, &registry.sleep, |index| registry.unpark(index));
@@ -277,13 +298,13 @@ impl Idle {
 
     /// A whole round found nothing: wait a little, or sleep, before the
     /// worker looks again. Returns early if `latch` is set.
-    pub(crate) fn no_work_found(&mut self, worker: &WorkerThread, latch: &CoreLatch) {
+    pub(crate) fn no_work_found(&mut self, worker: IdleWorker<'_>, latch: &CoreLatch) {
         // A pool of one has no victims: its rounds count one attempt.
         self.attempts = self.attempts.saturating_add(self.round_failures.max(1));
         self.round_failures = 0;
-        let config = worker.idle_config();
+        let config = worker.config;
         let over = self.attempts > config.sleep_threshold;
-        let registry = worker.registry();
+        let registry = worker.registry;
         let all_idle = || registry.all_idle();
         match config.policy {
             IdlePolicy::Spin => {
@@ -323,7 +344,7 @@ impl Idle {
                 }
                 if over {
                     self.attempts = 0;
-                    let (balance, me) = (&registry.balance, worker.index());
+                    let (balance, me) = (&registry.balance, worker.index);
                     if !balance.may_sleep(me) {
                         if all_idle() {
                             balance.appoint(me, None);
@@ -342,16 +363,14 @@ impl Idle {
         self.rounds = self.rounds.saturating_add(1);
     }
 
-    fn sleep(&mut self, worker: &WorkerThread, latch: &CoreLatch) {
-        let registry = worker.registry();
+    fn sleep(&mut self, worker: IdleWorker<'_>, latch: &CoreLatch) {
+        let registry = worker.registry;
         let outcome = registry.sleep.sleep_parking_with(
-            worker.index(),
+            worker.index,
             latch,
-            || registry.has_visible_work(worker.index()),
+            || registry.has_visible_work(worker.index),
             || worker.counters().sleep(),
-            |still_asleep, wake_early| {
-                registry.park_worker(worker.index(), still_asleep, wake_early)
-            },
+            |still_asleep, wake_early| registry.park_worker(worker.index, still_asleep, wake_early),
         );
         if outcome == SleepOutcome::Woken {
             worker.counters().wakeup();
@@ -362,11 +381,11 @@ impl Idle {
     }
 
     /// The worker found work (or stops waiting): it no longer searches.
-    pub(crate) fn work_found(&mut self, worker: &WorkerThread) {
+    pub(crate) fn work_found(&mut self, worker: IdleWorker<'_>) {
         if self.searching {
-            let registry = worker.registry();
+            let registry = worker.registry;
             registry.sleep.stop_searching();
-            registry.balance.set_busy(worker.index(), true);
+            registry.balance.set_busy(worker.index, true);
             self.searching = false;
         }
         self.rounds = 0;

@@ -5,7 +5,7 @@
 //! the output, and how many references keep the allocation alive. Every
 //! transition is one compare-and-swap loop on that word, so each decides
 //! atomically against all the others (the loom models in
-//! `loom_models.rs` check the races between them).
+//! `loom_models/task_state.rs` check the races between them).
 //!
 //! # Flags
 //! - `RUNNING`: a worker polls the future. It alone touches the future
