@@ -1,4 +1,4 @@
-//! Async tasks on the pool's workers: [`spawn`], [`JoinHandle`],
+//! Async tasks on the pool's workers: [`spawn`], [`JoinHandle`], [`JoinSet`],
 //! [`yield_now`] and [`block_on`](crate::block_on).
 //!
 //! The workers that run `join` and `scope` also run async tasks, so one
@@ -49,8 +49,10 @@
 
 pub(crate) mod block_on;
 pub(crate) mod executor;
+mod join_set;
 
 pub use crate::sched::task::raw::{JoinError, JoinHandle};
+pub use join_set::JoinSet;
 
 use crate::sched::pool::ThreadPool;
 use crate::sched::registry::Registry;
