@@ -5,6 +5,7 @@ use std::any::Any;
 use std::fmt;
 use std::io;
 use std::thread;
+use std::time::Duration;
 
 use bwos_queue::Config;
 
@@ -57,6 +58,8 @@ pub struct ThreadPoolBuilder {
     pub(super) use_current_thread: bool,
     pub(super) breadth_first: bool,
     pub(super) detach_threads_on_drop: bool,
+    pub(super) max_blocking_threads: Option<usize>,
+    pub(super) blocking_keep_alive: Option<Duration>,
 }
 
 impl ThreadPoolBuilder {
@@ -203,6 +206,36 @@ impl ThreadPoolBuilder {
         self
     }
 
+    /// The most threads that run [`spawn_blocking`](crate::task::spawn_blocking)
+    /// closures at once (default 512, as tokio). They are started on
+    /// demand, apart from the workers; a closure that finds them all busy
+    /// waits in a queue for the first to finish. `0` makes
+    /// [`build`](Self::build) fail with
+    /// [`ThreadPoolBuildError::InvalidOption`].
+    ///
+    /// ```
+    /// let pool = bwos::ThreadPoolBuilder::new()
+    ///     .num_threads(2)
+    ///     .max_blocking_threads(4)
+    ///     .build()?;
+    /// let handle = pool.spawn_blocking(|| std::fs::read_to_string("/nonexistent").is_err());
+    /// assert!(pool.block_on(handle).unwrap());
+    /// # Ok::<(), bwos::ThreadPoolBuildError>(())
+    /// ```
+    pub fn max_blocking_threads(mut self, threads: usize) -> Self {
+        self.max_blocking_threads = Some(threads);
+        self
+    }
+
+    /// How long a blocking thread waits for another closure before it
+    /// exits (default 10 s, as tokio). A pool that stopped calling
+    /// [`spawn_blocking`](crate::task::spawn_blocking) holds no blocking
+    /// threads after this long.
+    pub fn blocking_keep_alive(mut self, keep_alive: Duration) -> Self {
+        self.blocking_keep_alive = Some(keep_alive);
+        self
+    }
+
     /// Handles panics of jobs started with [`spawn`](crate::spawn), which
     /// nobody waits for. Without a handler such a panic aborts the process
     /// (after the panic message is printed), so it cannot go unnoticed.
@@ -345,6 +378,14 @@ impl ThreadPoolBuilder {
                 value: "BestOfMany { candidates: 0 }".into(),
                 allowed: "BestOfMany needs at least 1 candidate (more than the other \
                           workers samples each of them once)",
+            });
+        }
+        if self.max_blocking_threads == Some(0) {
+            return Err(ThreadPoolBuildError::InvalidOption {
+                option: "max_blocking_threads",
+                value: "0".into(),
+                allowed: "spawn_blocking needs at least 1 thread: use 1 or more \
+                          (the default is 512)",
             });
         }
         if self.sleep_threshold == Some(0) {
@@ -536,6 +577,8 @@ impl fmt::Debug for ThreadPoolBuilder {
             .field("use_current_thread", &self.use_current_thread)
             .field("breadth_first", &self.breadth_first)
             .field("detach_threads_on_drop", &self.detach_threads_on_drop)
+            .field("max_blocking_threads", &self.max_blocking_threads)
+            .field("blocking_keep_alive", &self.blocking_keep_alive)
             .finish()
     }
 }

@@ -10,7 +10,9 @@
 //!   order in which it looks for work;
 //! - what runs: two-word [`JobRef`](job::JobRef)s (`job.rs`), completion
 //!   [latches](latch) (`latch.rs`), and the async task cell (`task/`),
-//!   whose entries become jobs;
+//!   whose entries become jobs, and the blocking pool that runs
+//!   `spawn_blocking`'s task entries on threads of their own
+//!   (`blocking.rs`);
 //! - the run queues' geometry and the injector interval (`queues.rs`), the
 //!   steal view over them (`steal_view.rs`), victim selection (`steal/`:
 //!   the BWoS paper's policies, P_accept, topology), what idle workers do
@@ -27,6 +29,7 @@
 //! import this module; nothing here imports them. `ARCHITECTURE.md` at
 //! the repository root draws the layers.
 
+pub(crate) mod blocking;
 pub(crate) mod builder;
 pub(crate) mod current;
 pub(crate) mod driver;

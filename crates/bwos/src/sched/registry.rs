@@ -11,11 +11,13 @@ use std::panic::{self, AssertUnwindSafe};
 use std::ptr;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::{JoinHandle, Thread};
+use std::time::Duration;
 
 use bwos_queue::{fifo, lifo};
 use crossbeam_deque::Injector;
 use crossbeam_utils::CachePadded;
 
+use super::blocking::{BlockingPool, current_blocking_registry};
 use super::driver::DriverSlot;
 use super::global;
 use super::idle::balance::Balance;
@@ -38,7 +40,6 @@ pub(crate) type ThreadHandler = dyn Fn(usize) + Send + Sync;
 
 /// What a registry holds besides its queues: the builder's handlers and
 /// scheduling options.
-#[derive(Default)]
 pub(crate) struct RegistryOptions {
     pub(crate) panic_handler: Option<Box<PanicHandler>>,
     pub(crate) start_handler: Option<Box<ThreadHandler>>,
@@ -48,6 +49,9 @@ pub(crate) struct RegistryOptions {
     /// Worker 0 is the thread that built the pool, which does not run the
     /// scheduler loop.
     pub(crate) uses_building_thread: bool,
+    /// The blocking pool's bounds (see `blocking.rs`).
+    pub(crate) max_blocking_threads: usize,
+    pub(crate) blocking_keep_alive: Duration,
 }
 
 pub(crate) struct Registry {
@@ -80,6 +84,8 @@ pub(crate) struct Registry {
     /// The driver the workers park in (the I/O driver, created by the
     /// pool's first socket; see `driver.rs`).
     pub(crate) driver: DriverSlot,
+    /// The threads of `task::spawn_blocking`.
+    pub(crate) blocking: BlockingPool,
 }
 
 impl Registry {
@@ -118,6 +124,7 @@ impl Registry {
             tasks: PoolTasks::new(task_stealers),
             // The building thread, if it is worker 0, never stops.
             running_workers: AtomicUsize::new(n - usize::from(options.uses_building_thread)),
+            blocking: BlockingPool::new(options.max_blocking_threads, options.blocking_keep_alive),
             options,
             driver: DriverSlot::default(),
         }
@@ -266,12 +273,16 @@ impl Registry {
     }
 
     /// Calls `f` with the current pool's registry: the calling worker's,
-    /// or the global pool's outside pools.
+    /// the pool's whose blocking thread calls, or the global pool's
+    /// outside pools.
     #[inline]
     pub(crate) fn with_current<R>(f: impl FnOnce(&Arc<Registry>) -> R) -> R {
         WorkerThread::with_current(|worker| match worker {
             Some(worker) => f(worker.registry()),
-            None => f(global::registry()),
+            None => match current_blocking_registry() {
+                Some(registry) => f(&registry),
+                None => f(global::registry()),
+            },
         })
     }
 
@@ -304,6 +315,7 @@ impl Registry {
         // stopped (their queues are empty).
         if self.running_workers.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.tasks.close();
+            self.blocking.shut_down();
             if let Some(driver) = self.driver.get() {
                 driver.shut_down();
             }

@@ -10,6 +10,7 @@ use std::thread;
 
 use bwos_queue::{fifo, lifo};
 
+use super::blocking::{DEFAULT_BLOCKING_KEEP_ALIVE, DEFAULT_MAX_BLOCKING_THREADS};
 use super::builder::ThreadPoolBuilder;
 use super::error::ThreadPoolBuildError;
 use super::pool::ThreadPool;
@@ -57,6 +58,12 @@ impl ThreadPoolBuilder {
             exit_handler: self.exit_handler,
             breadth_first: self.breadth_first,
             uses_building_thread: self.use_current_thread,
+            max_blocking_threads: self
+                .max_blocking_threads
+                .unwrap_or(DEFAULT_MAX_BLOCKING_THREADS),
+            blocking_keep_alive: self
+                .blocking_keep_alive
+                .unwrap_or(DEFAULT_BLOCKING_KEEP_ALIVE),
         };
         let registry = Arc::new(Registry::new(
             stealers,
@@ -64,6 +71,7 @@ impl ThreadPoolBuilder {
             options,
             !self.detach_threads_on_drop,
         ));
+        registry.blocking.set_registry(Arc::downgrade(&registry));
         let started = Arc::new(Started::default());
         let mut handles = Vec::with_capacity(num_threads);
         let mut spawned = 0;

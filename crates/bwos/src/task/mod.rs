@@ -1,5 +1,6 @@
 //! Async tasks on the pool's workers: [`spawn`], [`JoinHandle`], [`JoinSet`],
-//! [`yield_now`] and [`block_on`](crate::block_on).
+//! [`yield_now`] and [`block_on`](crate::block_on); blocking closures on
+//! threads of their own: [`spawn_blocking`].
 //!
 //! The workers that run `join` and `scope` also run async tasks, so one
 //! pool serves both: a task can call [`join`](crate::join) or
@@ -48,10 +49,12 @@
 //! (`sched/task/` and `sched/queues.rs` in the sources).
 
 pub(crate) mod block_on;
+mod blocking;
 pub(crate) mod executor;
 mod join_set;
 
 pub use crate::sched::task::raw::{JoinError, JoinHandle};
+pub use blocking::spawn_blocking;
 pub use join_set::JoinSet;
 
 use crate::sched::pool::ThreadPool;
