@@ -106,6 +106,8 @@ mod scope {
 #[cfg(not(loom))]
 pub mod task;
 #[cfg(not(loom))]
+pub mod time;
+#[cfg(not(loom))]
 pub mod worklist;
 #[cfg(loom)]
 mod worklist {

@@ -302,10 +302,12 @@ where
         if let Some(node) = &this.node {
             node.refresh_waker(waker);
         }
-        let b_here = this.has_b();
-        if let Some(worker) =
-            worker.filter(|_| b_here && this.a.is_running() && this.b.is_running())
-        {
+        // `fb` is looked at only if the parent has it: while a thief polls
+        // it, even a reference to it (a closure capturing `this.b`) would
+        // alias the thief's `&mut` (Miri: a_stolen_child_runs_while_its_
+        // parent_is_suspended).
+        let fork_b = this.has_b() && this.a.is_running() && this.b.is_running();
+        if let Some(worker) = worker.filter(|_| fork_b) {
             let queued = if crate::join::runs_sequentially(worker) {
                 None
             } else {

@@ -219,11 +219,12 @@ impl Driver for IoDriver {
         index: usize,
         still_asleep: &dyn Fn() -> bool,
         wake_early: &dyn Fn(),
+        timeout: Option<Duration>,
     ) -> Option<usize> {
         let mut polling = self.try_drive()?;
         let polled = self
             .seat
-            .block_in_driver(index, still_asleep, || self.poll(&mut polling, None));
+            .block_in_driver(index, still_asleep, || self.poll(&mut polling, timeout));
         if polled == Some(true) {
             wake_early();
         }

@@ -14,11 +14,13 @@
 use std::any::Any;
 use std::io;
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 /// An event source the workers of one pool park in.
 pub(crate) trait Driver: Send + Sync + 'static {
     /// Worker `index` parks here if nobody else does: blocks until an
-    /// event or [`unpark`](Self::unpark), unless `still_asleep` says
+    /// event, [`unpark`](Self::unpark) or the end of `timeout` (the next
+    /// timer's deadline, `None`: no limit), unless `still_asleep` says
     /// after the announcement that it was woken already. With events in
     /// hand it calls `wake_early` (the worker counts as searching again,
     /// so the wake-ups it is about to cause go to other sleepers), then
@@ -30,6 +32,7 @@ pub(crate) trait Driver: Send + Sync + 'static {
         index: usize,
         still_asleep: &dyn Fn() -> bool,
         wake_early: &dyn Fn(),
+        timeout: Option<Duration>,
     ) -> Option<usize>;
 
     /// Worker `index` was woken (its sleep state already changed): if it

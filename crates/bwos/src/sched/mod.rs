@@ -19,7 +19,8 @@
 //!   (`idle/`: spinning, yielding, the sleep protocol, BWS's balanced
 //!   work stealing), and the counters (`stats.rs`);
 //! - the seams below and beside it: the driver workers park in
-//!   (`driver.rs`, implemented by the I/O front end), the stack-limit
+//!   (`driver.rs`, implemented by the I/O front end), the timer wheel the
+//!   workers drive as they sleep (`time/`), the stack-limit
 //!   probe `fork` uses (`stack.rs`), and the std/loom primitives of the
 //!   model-checked protocols (`sync.rs`);
 //! - the calling thread's place in the pools: `yield_now`,
@@ -48,4 +49,5 @@ pub(crate) mod steal;
 pub(crate) mod steal_view;
 pub(crate) mod sync;
 pub(crate) mod task;
+pub(crate) mod time;
 pub(crate) mod worker;

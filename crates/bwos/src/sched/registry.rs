@@ -30,6 +30,7 @@ use super::steal::WhereWorkersRun;
 use super::sync::{AtomicUsize, Ordering};
 use super::task::pool_tasks::PoolTasks;
 use super::task::raw::Notified;
+use super::time::{Timers, Watch};
 use super::worker::WorkerThread;
 
 /// The handler of panics in `spawn`ed jobs.
@@ -86,6 +87,8 @@ pub(crate) struct Registry {
     pub(crate) driver: DriverSlot,
     /// The threads of `task::spawn_blocking`.
     pub(crate) blocking: BlockingPool,
+    /// The pool's timers, driven by its workers (see `time/mod.rs`).
+    pub(crate) timers: Timers,
 }
 
 impl Registry {
@@ -125,6 +128,7 @@ impl Registry {
             // The building thread, if it is worker 0, never stops.
             running_workers: AtomicUsize::new(n - usize::from(options.uses_building_thread)),
             blocking: BlockingPool::new(options.max_blocking_threads, options.blocking_keep_alive),
+            timers: Timers::new(),
             options,
             driver: DriverSlot::default(),
         }
@@ -185,18 +189,55 @@ impl Registry {
     }
 
     /// Parks sleeping worker `index`: in the pool's driver if it has one
-    /// and nobody else blocks in it, else on the thread's park token.
-    /// Returns whether the driver woke tasks (see
-    /// `Sleep::sleep_parking_with`); if it woke several, a sleeping worker
-    /// is woken to share them.
+    /// and nobody else blocks in it, else on the thread's park token; for
+    /// at most the time to the next timer if it watches the timers (see
+    /// `time/mod.rs`). Returns whether it made work for this worker (the
+    /// driver or a timer woke tasks into its queue; see
+    /// `Sleep::sleep_parking_with`); if the driver woke several, a
+    /// sleeping worker is woken to share them.
     pub(crate) fn park_worker(
         &self,
         index: usize,
         still_asleep: &dyn Fn() -> bool,
         wake_early: &dyn Fn(),
     ) -> bool {
+        if self.fire_due_timers(wake_early) {
+            return true;
+        }
+        let timeout = match self.timers.watch(index) {
+            Watch::Elsewhere => None,
+            Watch::Until(timeout) => Some(timeout),
+        };
+        let parked = self.park_for(index, still_asleep, wake_early, timeout.flatten());
+        if timeout.is_some() {
+            self.timers.unwatch(index);
+        }
+        parked || self.fire_due_timers(wake_early)
+    }
+
+    /// Fires the timers that are due, as a worker about to sleep or just
+    /// woken: it counts as searching first (its wake-ups then go to other
+    /// sleepers), and the tasks the timers wake land in its queue.
+    fn fire_due_timers(&self, wake_early: &dyn Fn()) -> bool {
+        if !self.timers.maybe_due() {
+            return false;
+        }
+        wake_early();
+        self.timers.fire_due();
+        true
+    }
+
+    /// Blocks worker `index` in the driver or on its park token, for at
+    /// most `timeout`; whether the driver woke tasks into its queue.
+    fn park_for(
+        &self,
+        index: usize,
+        still_asleep: &dyn Fn() -> bool,
+        wake_early: &dyn Fn(),
+        timeout: Option<Duration>,
+    ) -> bool {
         if let Some(driver) = self.driver.get()
-            && let Some(woken) = driver.park(index, still_asleep, wake_early)
+            && let Some(woken) = driver.park(index, still_asleep, wake_early, timeout)
         {
             if woken > 1 {
                 // More than this worker's next task: share with a sleeper
@@ -205,7 +246,10 @@ impl Registry {
             }
             return woken > 0;
         }
-        super::sync::park();
+        match timeout {
+            Some(timeout) => super::sync::park_timeout(timeout),
+            None => super::sync::park(),
+        }
         false
     }
 
@@ -215,6 +259,7 @@ impl Registry {
         if let Some(driver) = self.driver.get() {
             driver.poll_now();
         }
+        self.timers.fire_if_due();
     }
 
     /// Whether every worker that runs the scheduler loop searches or

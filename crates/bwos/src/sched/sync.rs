@@ -21,7 +21,7 @@ pub(crate) use std::sync::atomic::{
 #[cfg(not(loom))]
 pub(crate) use std::sync::{Mutex, MutexGuard};
 #[cfg(not(loom))]
-pub(crate) use std::thread::{Thread, park};
+pub(crate) use std::thread::{Thread, park, park_timeout};
 
 /// The handle of the calling thread.
 #[cfg(loom)]

@@ -1,0 +1,246 @@
+//! A pool's timers: a hierarchical wheel ([`wheel`]) that the pool's own
+//! workers drive, without a timer thread.
+//!
+//! # Who fires timers
+//! - **A worker that falls asleep** first fires the timers that are due
+//!   (their tasks land in its queue, and it stays awake for them). Then
+//!   one sleeping worker, the *watcher*, sleeps only until the next
+//!   deadline: in the I/O driver's poll if it holds the driver (the poll's
+//!   timeout), else on its park token with a timeout. The other sleepers
+//!   sleep until woken. So a pool without sockets sleeps with a deadline
+//!   instead of forever, and only one worker wakes for a timer.
+//! - **A new timer that is due before the watcher's deadline** interrupts
+//!   the watcher (an unpark, or the driver's eventfd; neither changes its
+//!   sleep state), which looks at the wheel again and sleeps until the new
+//!   deadline. The watcher's deadline is read and written under the
+//!   wheel's lock, and an unpark before the park is kept by the park
+//!   token (the eventfd by the kernel), so no deadline is missed.
+//! - **A busy worker** checks the next deadline every
+//!   [`INJECTOR_INTERVAL`](super::queues::INJECTOR_INTERVAL) tasks (one
+//!   atomic load and a clock read) and fires what is due. A worker that
+//!   runs one long job without tasks does not look: timers then wait for
+//!   a worker to finish or sleep, as tokio's wait for a worker to reach
+//!   its driver.
+//!
+//! A `Sleep` that is polled after its deadline is ready whether or not a
+//! worker fired its timer yet, so a late worker delays a wake-up, never a
+//! result.
+//!
+//! # Time
+//! A tick is one millisecond since the timers were created. Deadlines are
+//! rounded up to a tick and "now" down, so a timer never fires before its
+//! deadline. Deadlines beyond the wheel's span (about 2.2 years), up to
+//! `Instant`'s end, wait at the top level and never overflow.
+
+pub(crate) mod wheel;
+
+use std::task::Waker;
+use std::time::{Duration, Instant};
+
+use super::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
+use wheel::Wheel;
+pub(crate) use wheel::{Registered, TimerKey};
+
+/// `next_tick` when no timer is pending.
+const NONE: u64 = u64::MAX;
+
+/// The longest a watcher sleeps at once: deadlines further out (up to
+/// `Instant`'s end) are looked at again every hour instead of being turned
+/// into a timeout that could overflow the clock.
+const MAX_WATCH: Duration = Duration::from_secs(3600);
+
+/// A pool's timers.
+pub(crate) struct Timers {
+    /// Tick 0.
+    start: Instant,
+    inner: Mutex<Inner>,
+    /// The tick of the next slot to process, `NONE` without pending
+    /// timers: what a busy worker compares the clock with, without the
+    /// lock. Written under the lock.
+    next_tick: AtomicU64,
+}
+
+struct Inner {
+    wheel: Wheel,
+    /// The sleeping worker that wakes for the next deadline, and the tick
+    /// it sleeps until (`NONE`: until woken).
+    watcher: Option<(usize, u64)>,
+}
+
+/// What a worker about to sleep should do about timers.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Watch {
+    /// Another worker watches: sleep until woken.
+    Elsewhere,
+    /// This worker watches: sleep at most this long (`None`: no timer is
+    /// pending; a new one interrupts the sleep).
+    Until(Option<Duration>),
+}
+
+impl Timers {
+    pub(crate) fn new() -> Self {
+        Timers {
+            start: Instant::now(),
+            inner: Mutex::new(Inner {
+                wheel: Wheel::new(),
+                watcher: None,
+            }),
+            next_tick: AtomicU64::new(NONE),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // No user code runs under the lock (wakers are woken after it is
+        // released), so a poisoned lock holds a consistent wheel.
+        self.inner
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// The tick of `deadline`, rounded up (a timer never fires early);
+    /// saturates far in the future.
+    fn tick_of(&self, deadline: Instant) -> u64 {
+        let since = deadline.saturating_duration_since(self.start);
+        let millis = since.as_nanos().div_ceil(1_000_000);
+        u64::try_from(millis)
+            .unwrap_or(u64::MAX - 1)
+            .min(u64::MAX - 1)
+    }
+
+    /// The tick `now` is in, rounded down.
+    fn now_tick(&self, now: Instant) -> u64 {
+        let millis = now.saturating_duration_since(self.start).as_millis();
+        u64::try_from(millis).unwrap_or(u64::MAX - 1)
+    }
+
+    /// Publishes the wheel's next expiration for busy workers.
+    fn publish_next(&self, inner: &Inner) {
+        let next = inner.wheel.next_expiration_tick().unwrap_or(NONE);
+        // Relaxed: a hint read by `fire_if_due`, which takes the lock to
+        // act on it; a stale value costs a late or an extra look.
+        self.next_tick.store(next, Ordering::Relaxed);
+    }
+
+    /// Adds a timer for `deadline` that wakes `waker`. Returns its key and,
+    /// if it is due before the watcher's deadline, the watcher to
+    /// interrupt (the caller unparks it).
+    pub(crate) fn insert(&self, deadline: Instant, waker: &Waker) -> (TimerKey, Option<usize>) {
+        let when = self.tick_of(deadline);
+        let mut inner = self.lock();
+        let key = inner.wheel.insert(when, Some(waker.clone()));
+        let interrupt = self.earlier_than_watcher(&mut inner, when);
+        self.publish_next(&inner);
+        (key, interrupt)
+    }
+
+    /// If `when` is due before the watcher's deadline: the watcher, whose
+    /// deadline becomes `when` (one interrupt per earlier deadline).
+    fn earlier_than_watcher(&self, inner: &mut Inner, when: u64) -> Option<usize> {
+        match &mut inner.watcher {
+            Some((index, until)) if when < *until => {
+                *until = when;
+                Some(*index)
+            }
+            _ => None,
+        }
+    }
+
+    /// Stores `waker` for timer `key` unless it has fired.
+    pub(crate) fn register(&self, key: TimerKey, waker: &Waker) -> Registered {
+        self.lock().wheel.register(key, waker)
+    }
+
+    /// Moves timer `key` to `deadline`. Returns the watcher to interrupt if
+    /// the new deadline is earlier than its own.
+    pub(crate) fn reset(&self, key: TimerKey, deadline: Instant) -> Option<usize> {
+        let when = self.tick_of(deadline);
+        let (fired, interrupt) = {
+            let mut inner = self.lock();
+            let fired = inner.wheel.reset(key, when);
+            let interrupt = self.earlier_than_watcher(&mut inner, when);
+            self.publish_next(&inner);
+            (fired, interrupt)
+        };
+        if let Some(waker) = fired {
+            waker.wake();
+        }
+        interrupt
+    }
+
+    /// Removes timer `key`, fired or not.
+    pub(crate) fn remove(&self, key: TimerKey) {
+        let mut inner = self.lock();
+        inner.wheel.remove(key);
+        self.publish_next(&inner);
+    }
+
+    /// Fires the timers due by now and wakes their tasks; returns how many
+    /// fired.
+    pub(crate) fn fire_due(&self) -> usize {
+        let now = self.now_tick(Instant::now());
+        let mut wakers = Vec::new();
+        let fired = {
+            let mut inner = self.lock();
+            let fired = inner.wheel.process(now, |waker| wakers.push(waker));
+            self.publish_next(&inner);
+            fired
+        };
+        wakers.into_iter().for_each(Waker::wake);
+        fired
+    }
+
+    /// Whether a timer may be due now (a hint, without the lock).
+    pub(crate) fn maybe_due(&self) -> bool {
+        // Relaxed: see `publish_next`.
+        let next = self.next_tick.load(Ordering::Relaxed);
+        next != NONE && next <= self.now_tick(Instant::now())
+    }
+
+    /// A busy worker's look: fires the due timers if the hint says some
+    /// are.
+    pub(crate) fn fire_if_due(&self) {
+        if self.maybe_due() {
+            self.fire_due();
+        }
+    }
+
+    /// Worker `index` is about to sleep: it becomes the watcher if nobody
+    /// is, and learns how long to sleep.
+    pub(crate) fn watch(&self, index: usize) -> Watch {
+        let mut inner = self.lock();
+        match inner.watcher {
+            Some((watcher, _)) if watcher != index => Watch::Elsewhere,
+            _ => {
+                let next = inner.wheel.next_expiration_tick();
+                inner.watcher = Some((index, next.unwrap_or(NONE)));
+                Watch::Until(next.map(|tick| {
+                    self.start
+                        .checked_add(Duration::from_millis(tick))
+                        .map_or(MAX_WATCH, |deadline| {
+                            deadline.saturating_duration_since(Instant::now())
+                        })
+                        .min(MAX_WATCH)
+                }))
+            }
+        }
+    }
+
+    /// Worker `index` woke: it no longer watches.
+    pub(crate) fn unwatch(&self, index: usize) {
+        let mut inner = self.lock();
+        if matches!(inner.watcher, Some((watcher, _)) if watcher == index) {
+            inner.watcher = None;
+        }
+    }
+}
+
+impl std::fmt::Debug for Timers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let inner = self.lock();
+        f.debug_struct("Timers")
+            .field("elapsed_ms", &inner.wheel.elapsed())
+            .field("next_tick", &inner.wheel.next_expiration_tick())
+            .field("watcher", &inner.watcher)
+            .finish()
+    }
+}

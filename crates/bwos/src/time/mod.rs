@@ -1,0 +1,59 @@
+//! Timers: [`sleep`], [`sleep_until`], [`timeout`], [`timeout_at`],
+//! [`interval`] and [`interval_at`], named and behaving as tokio's.
+//!
+//! Each pool has a hierarchical timer wheel (O(1) to add and to cancel a
+//! timer, one-millisecond ticks) that its own workers drive: a worker that
+//! falls asleep fires the due timers and one sleeping worker sleeps only
+//! until the next deadline (in the I/O driver's poll when it holds it);
+//! busy workers look every 61 tasks. There is no timer thread. A timer
+//! belongs to the current pool when it is created: the calling worker's,
+//! or the global pool's outside pools (as [`task::spawn`](crate::task::spawn)).
+//!
+//! Timers never fire early: a deadline is rounded up to the next
+//! millisecond. Dropping a [`Sleep`] (or a [`Timeout`], or an
+//! [`Interval`]) cancels its timer.
+//!
+//! ```
+//! use std::time::Duration;
+//! use bwos::time;
+//!
+//! let start = time::Instant::now();
+//! bwos::block_on(async {
+//!     time::sleep(Duration::from_millis(20)).await;
+//!     let slow = time::timeout(Duration::from_millis(10), time::sleep(Duration::from_secs(60)));
+//!     assert!(slow.await.is_err(), "the sleep outlasts the timeout");
+//! });
+//! assert!(start.elapsed() >= Duration::from_millis(30));
+//! ```
+
+pub mod error;
+mod interval;
+mod sleep;
+mod timeout;
+
+pub use interval::{Interval, MissedTickBehavior, interval, interval_at};
+pub use sleep::{Sleep, sleep, sleep_until};
+pub use std::time::Instant;
+pub use timeout::{Timeout, timeout, timeout_at};
+
+use std::time::Duration;
+
+/// `now + duration`, or a deadline so far away that it never comes if that
+/// overflows `Instant` (about 30 years out, as tokio's "far future").
+pub(crate) fn deadline_after(duration: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(duration).unwrap_or_else(|| far_future(now))
+}
+
+/// About 30 years after `now`, or the latest instant the clock can express
+/// before that.
+fn far_future(now: Instant) -> Instant {
+    const THIRTY_YEARS: Duration = Duration::from_secs(86_400 * 365 * 30);
+    let mut step = THIRTY_YEARS;
+    loop {
+        if let Some(deadline) = now.checked_add(step) {
+            return deadline;
+        }
+        step /= 2;
+    }
+}

@@ -1,0 +1,130 @@
+//! [`Sleep`]: a future ready at a deadline.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use crate::sched::registry::Registry;
+use crate::sched::time::{Registered, TimerKey};
+
+/// Waits until `duration` has passed: the future resolves at the first
+/// poll after that. `Duration::MAX` and other durations beyond the clock's
+/// range wait (practically) forever, without overflow.
+///
+/// ```
+/// # use std::time::{Duration, Instant};
+/// let start = Instant::now();
+/// bwos::block_on(bwos::time::sleep(Duration::from_millis(10)));
+/// assert!(start.elapsed() >= Duration::from_millis(10));
+/// ```
+pub fn sleep(duration: Duration) -> Sleep {
+    Sleep::new(super::deadline_after(duration))
+}
+
+/// Waits until `deadline` (at once if it has passed).
+pub fn sleep_until(deadline: Instant) -> Sleep {
+    Sleep::new(deadline)
+}
+
+/// The future of [`sleep`] and [`sleep_until`]. It holds a timer of the
+/// pool that was current when it was created, registered at its first
+/// poll; dropping it cancels the timer.
+#[must_use = "futures do nothing unless polled"]
+pub struct Sleep {
+    registry: Arc<Registry>,
+    deadline: Instant,
+    /// The timer, once polled (and until dropped).
+    timer: Option<TimerKey>,
+    /// The deadline has been seen to pass.
+    elapsed: bool,
+}
+
+impl Sleep {
+    fn new(deadline: Instant) -> Self {
+        Sleep {
+            registry: Registry::with_current(Arc::clone),
+            deadline,
+            timer: None,
+            elapsed: false,
+        }
+    }
+
+    /// The instant the sleep ends.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// Whether the deadline has passed (checked now, not only when the
+    /// timer fired).
+    pub fn is_elapsed(&self) -> bool {
+        self.elapsed || Instant::now() >= self.deadline
+    }
+
+    /// Sets a new deadline, earlier or later, even after the sleep ended:
+    /// the future then waits again (tokio's `Sleep::reset`). A task that
+    /// waits on it is woken at the new deadline without polling it again.
+    pub fn reset(self: Pin<&mut Self>, deadline: Instant) {
+        let this = self.get_mut();
+        this.deadline = deadline;
+        this.elapsed = false;
+        if let Some(timer) = this.timer
+            && let Some(watcher) = this.registry.timers.reset(timer, deadline)
+        {
+            this.registry.unpark(watcher);
+        }
+    }
+}
+
+impl Future for Sleep {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        if this.elapsed {
+            return Poll::Ready(());
+        }
+        if Instant::now() >= this.deadline {
+            // Whether or not a worker fired the timer yet.
+            this.elapsed = true;
+            return Poll::Ready(());
+        }
+        let timers = &this.registry.timers;
+        match this.timer {
+            None => {
+                let (timer, watcher) = timers.insert(this.deadline, cx.waker());
+                this.timer = Some(timer);
+                if let Some(watcher) = watcher {
+                    this.registry.unpark(watcher);
+                }
+                Poll::Pending
+            }
+            Some(timer) => match timers.register(timer, cx.waker()) {
+                Registered::Pending => Poll::Pending,
+                Registered::Fired => {
+                    this.elapsed = true;
+                    Poll::Ready(())
+                }
+            },
+        }
+    }
+}
+
+impl Drop for Sleep {
+    fn drop(&mut self) {
+        if let Some(timer) = self.timer {
+            self.registry.timers.remove(timer);
+        }
+    }
+}
+
+impl fmt::Debug for Sleep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sleep")
+            .field("deadline", &self.deadline)
+            .field("elapsed", &self.elapsed)
+            .finish()
+    }
+}
