@@ -80,6 +80,7 @@ mod sched {
     pub(crate) mod latch;
     pub(crate) mod sync;
     pub(crate) mod task;
+    pub(crate) mod time;
     pub(crate) mod idle {
         pub(crate) mod balance;
         pub(crate) mod driver_seat;

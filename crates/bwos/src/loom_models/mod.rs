@@ -1,7 +1,8 @@
 //! loom models of the runtime's protocol cores, one file per protocol:
 //! the latch, the sleep protocol, balanced work stealing's wake-ups, the
 //! Nowa scope counter, the async task state word, the closable task
-//! injector, the I/O driver's seat, `fork::join`'s suspension, a fork
+//! injector, the I/O driver's seat, the timers' registration, firing,
+//! cancellation and watcher, `fork::join`'s suspension, a fork
 //! region's boundary and the work list's hand-over. Run with
 //! `RUSTFLAGS="--cfg loom" cargo test -p bwos --release --lib`: a loom
 //! build compiles only these protocol files, at their usual module paths
@@ -27,6 +28,7 @@ mod scope_counter;
 mod sleep;
 mod task_inject;
 mod task_state;
+mod timers;
 mod worklist;
 
 use loom::cell::UnsafeCell;

@@ -26,12 +26,11 @@
 //! from the injector every 61 tasks, so neither a task that is always
 //! ready nor a busy worker starves tasks woken from outside.
 //!
-//! Sockets come from [`crate::io`], whose readiness the pool's own
-//! workers poll (no reactor thread; wake-ups land in the polling worker's
-//! queue). Timers and other I/O come from any executor-independent
-//! reactor, for example [`async-io`](https://docs.rs/async-io) (its
-//! `Timer` and `Async` sockets work on bwos unchanged). The
-//! `hello_server` example of `bwos-bench` serves HTTP with hyper on
+//! Sockets come from [`crate::io`] and timers from [`crate::time`]: the
+//! pool's own workers poll the sockets' readiness and fire the timers (no
+//! reactor or timer thread; wake-ups land in the polling worker's queue).
+//! Closures that block run on separate threads with [`spawn_blocking`].
+//! The `hello_server` example of `bwos-bench` serves HTTP with hyper on
 //! `bwos::io`.
 //!
 //! # Panics and cancellation

@@ -125,7 +125,11 @@ impl Timers {
     /// if it is due before the watcher's deadline, the watcher to
     /// interrupt (the caller unparks it).
     pub(crate) fn insert(&self, deadline: Instant, waker: &Waker) -> (TimerKey, Option<usize>) {
-        let when = self.tick_of(deadline);
+        self.insert_at_tick(self.tick_of(deadline), waker)
+    }
+
+    /// [`insert`](Self::insert) at tick `when`.
+    pub(crate) fn insert_at_tick(&self, when: u64, waker: &Waker) -> (TimerKey, Option<usize>) {
         let mut inner = self.lock();
         let key = inner.wheel.insert(when, Some(waker.clone()));
         let interrupt = self.earlier_than_watcher(&mut inner, when);
@@ -177,7 +181,12 @@ impl Timers {
     /// Fires the timers due by now and wakes their tasks; returns how many
     /// fired.
     pub(crate) fn fire_due(&self) -> usize {
-        let now = self.now_tick(Instant::now());
+        self.fire_until(self.now_tick(Instant::now()))
+    }
+
+    /// Fires the timers due by tick `now` and wakes their tasks, outside
+    /// the lock; returns how many fired.
+    pub(crate) fn fire_until(&self, now: u64) -> usize {
         let mut wakers = Vec::new();
         let fired = {
             let mut inner = self.lock();
@@ -231,6 +240,14 @@ impl Timers {
         if matches!(inner.watcher, Some((watcher, _)) if watcher == index) {
             inner.watcher = None;
         }
+    }
+}
+
+#[cfg(loom)]
+impl Timers {
+    /// Timers in the wheel, fired or pending (for the loom model).
+    pub(crate) fn len(&self) -> usize {
+        self.lock().wheel.len()
     }
 }
 

@@ -1,0 +1,103 @@
+//! loom model: the pool's timers (`sched/time/`): a task registers a
+//! timer and its waker while a worker fires it, cancels it, or falls
+//! asleep as the watcher.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Wake, Waker};
+
+use loom::sync::Arc;
+use loom::thread;
+
+use super::builder;
+use crate::sched::time::{Registered, Timers, Watch};
+
+/// Counts its wake-ups.
+#[derive(Default)]
+struct Counter(AtomicUsize);
+
+impl Wake for Counter {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn counting() -> (std::sync::Arc<Counter>, Waker) {
+    let counter = std::sync::Arc::new(Counter::default());
+    let waker = Waker::from(std::sync::Arc::clone(&counter));
+    (counter, waker)
+}
+
+/// A task polls its sleep twice (the second poll with a new waker) while
+/// a worker fires the timer: either the second poll sees it fired, or the
+/// new waker is woken, once. No wake-up is lost, none comes twice.
+#[test]
+fn timers_registration_vs_firing_loses_no_wakeup() {
+    builder(3).check(|| {
+        let timers = Arc::new(Timers::new());
+        let worker = {
+            let timers = timers.clone();
+            thread::spawn(move || timers.fire_until(10))
+        };
+        let (first, first_waker) = counting();
+        let (second, second_waker) = counting();
+        let (key, _) = timers.insert_at_tick(5, &first_waker);
+        let registered = timers.register(key, &second_waker);
+        worker.join().unwrap();
+        let (first, second) = (
+            first.0.load(Ordering::SeqCst),
+            second.0.load(Ordering::SeqCst),
+        );
+        assert!(first + second <= 1, "woken twice");
+        if registered == Registered::Pending {
+            assert_eq!(second, 1, "the waker registered last was not woken");
+        }
+        timers.remove(key);
+        assert_eq!(timers.len(), 0);
+    });
+}
+
+/// A task drops its sleep while a worker fires timers: the waker is woken
+/// at most once, and the wheel keeps nothing of the cancelled timer.
+#[test]
+fn timers_cancellation_vs_firing_leaves_nothing() {
+    builder(3).check(|| {
+        let timers = Arc::new(Timers::new());
+        let worker = {
+            let timers = timers.clone();
+            thread::spawn(move || timers.fire_until(10))
+        };
+        let (counter, waker) = counting();
+        let (key, _) = timers.insert_at_tick(5, &waker);
+        timers.remove(key);
+        worker.join().unwrap();
+        assert!(counter.0.load(Ordering::SeqCst) <= 1);
+        assert_eq!(timers.len(), 0);
+        // Firing later finds nothing either.
+        assert_eq!(timers.fire_until(20), 0);
+    });
+}
+
+/// A worker falls asleep as the watcher while a task adds a timer: if the
+/// watcher saw no timer, the task is told to interrupt it, so the new
+/// deadline is never slept through.
+#[test]
+fn timers_watcher_never_sleeps_through_a_new_deadline() {
+    builder(3).check(|| {
+        let timers = Arc::new(Timers::new());
+        let task = {
+            let timers = timers.clone();
+            thread::spawn(move || {
+                let (_, waker) = counting();
+                timers.insert_at_tick(3, &waker).1
+            })
+        };
+        let watch = timers.watch(0);
+        let interrupt = task.join().unwrap();
+        match watch {
+            Watch::Until(None) => assert_eq!(interrupt, Some(0), "the watcher slept through"),
+            Watch::Until(Some(_)) => {}
+            Watch::Elsewhere => panic!("nobody else watches"),
+        }
+        timers.unwatch(0);
+    });
+}
