@@ -21,7 +21,7 @@ pub enum ThreadPoolBuildError {
     },
     /// The global pool exists already.
     GlobalPoolAlreadyInitialized,
-    /// [`ThreadPoolBuilder::use_current_thread`] on a thread that is a
+    /// [`ThreadPoolBuilder::use_current_thread`](crate::ThreadPoolBuilder::use_current_thread) on a thread that is a
     /// worker of a pool already.
     CurrentThreadAlreadyInPool,
     /// Building the global pool on first use failed earlier; the failure is
@@ -42,7 +42,7 @@ pub enum ThreadPoolBuildError {
         allowed: &'static str,
     },
     /// A worker could not be pinned to a CPU
-    /// ([`ThreadPoolBuilder::pin_threads`]).
+    /// ([`ThreadPoolBuilder::pin_threads`](crate::ThreadPoolBuilder::pin_threads)).
     Pin {
         /// The worker's index.
         worker: usize,
