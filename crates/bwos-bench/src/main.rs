@@ -12,6 +12,7 @@ mod queue;
 mod queues;
 mod rayon_dropin;
 mod report;
+mod services;
 mod stats;
 mod worklist;
 
@@ -50,6 +51,9 @@ enum Command {
     /// One HTTP server (started by `http`; not for direct use).
     #[command(hide = true)]
     HttpServer(http::ServerArgs),
+    /// Timers (100,000 sleeping tasks, timeouts that fire and that do
+    /// not) and spawn_blocking (10,000 short closures) on bwos and tokio.
+    Services(services::ServicesArgs),
     /// rayon's parallel iterators on stock rayon-core and on the bwos
     /// drop-in (`crates/rayon-core`): seven programs, two builds, run
     /// alternately on 1 and 2 threads.
@@ -128,6 +132,7 @@ fn main() -> ExitCode {
         Command::Corun(args) => run_corun(&header, args),
         Command::Async(args) => run_async(&header, args),
         Command::Http(args) => run_http(&header, args),
+        Command::Services(args) => run_services(&header, args),
         Command::Rayon(args) => run_rayon(&header, args),
         Command::Worklist(args) => run_worklist(&header, args),
         Command::CorunChild(_)
@@ -214,6 +219,13 @@ fn run_forkjoin(header: &header::Header, args: &forkjoin::ForkJoinArgs) -> std::
 fn run_async(header: &header::Header, args: &asyncrt::AsyncArgs) -> std::io::Result<()> {
     let samples = asyncrt::run(args);
     print!("{}", asyncrt::tables(&samples));
+    let no_plots = &options::PlotOption::default();
+    report::write_samples(header, &args.run, no_plots, &samples, |_, _| Ok(Vec::new()))
+}
+
+fn run_services(header: &header::Header, args: &services::ServicesArgs) -> std::io::Result<()> {
+    let samples = services::run(args);
+    print!("{}", services::tables(&samples));
     let no_plots = &options::PlotOption::default();
     report::write_samples(header, &args.run, no_plots, &samples, |_, _| Ok(Vec::new()))
 }

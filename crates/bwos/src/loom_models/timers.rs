@@ -40,8 +40,15 @@ fn timers_registration_vs_firing_loses_no_wakeup() {
         };
         let (first, first_waker) = counting();
         let (second, second_waker) = counting();
-        let (key, _) = timers.insert_at_tick(5, &first_waker);
-        let registered = timers.register(key, &second_waker);
+        // The first poll: `Fired` means the worker processed past the
+        // deadline first, and the sleep is ready without a wake-up.
+        let inserted = timers.insert_at_tick(5, &first_waker);
+        let key = inserted.key;
+        let registered = match inserted.registered {
+            Registered::Fired => Registered::Fired,
+            // The second poll, as `Sleep::poll` makes it.
+            Registered::Pending => timers.register(key, &second_waker),
+        };
         worker.join().unwrap();
         let (first, second) = (
             first.0.load(Ordering::SeqCst),
@@ -56,6 +63,31 @@ fn timers_registration_vs_firing_loses_no_wakeup() {
     });
 }
 
+/// A task's first poll of its sleep races with a worker that fires the
+/// timers past its deadline: the poll either sees the timer fired (and
+/// does not wait) or its waker is woken. (The first `Sleep::poll` once
+/// returned `Pending` unconditionally: the worker's firing could come
+/// between the poll's look at the clock and its insertion, and the task
+/// slept forever.)
+#[test]
+fn timers_first_poll_vs_firing_loses_no_wakeup() {
+    builder(3).check(|| {
+        let timers = Arc::new(Timers::new());
+        let worker = {
+            let timers = timers.clone();
+            thread::spawn(move || timers.fire_until(10))
+        };
+        let (counter, waker) = counting();
+        let inserted = timers.insert_at_tick(5, &waker);
+        worker.join().unwrap();
+        let woken = counter.0.load(Ordering::SeqCst);
+        match inserted.registered {
+            Registered::Pending => assert_eq!(woken, 1, "a waiting sleep was never woken"),
+            Registered::Fired => assert_eq!(woken, 0),
+        }
+    });
+}
+
 /// A task drops its sleep while a worker fires timers: the waker is woken
 /// at most once, and the wheel keeps nothing of the cancelled timer.
 #[test]
@@ -67,7 +99,7 @@ fn timers_cancellation_vs_firing_leaves_nothing() {
             thread::spawn(move || timers.fire_until(10))
         };
         let (counter, waker) = counting();
-        let (key, _) = timers.insert_at_tick(5, &waker);
+        let key = timers.insert_at_tick(5, &waker).key;
         timers.remove(key);
         worker.join().unwrap();
         assert!(counter.0.load(Ordering::SeqCst) <= 1);
@@ -88,7 +120,7 @@ fn timers_watcher_never_sleeps_through_a_new_deadline() {
             let timers = timers.clone();
             thread::spawn(move || {
                 let (_, waker) = counting();
-                timers.insert_at_tick(3, &waker).1
+                timers.insert_at_tick(3, &waker).interrupt
             })
         };
         let watch = timers.watch(0);

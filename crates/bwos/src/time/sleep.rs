@@ -94,12 +94,20 @@ impl Future for Sleep {
         let timers = &this.registry.timers;
         match this.timer {
             None => {
-                let (timer, watcher) = timers.insert(this.deadline, cx.waker());
-                this.timer = Some(timer);
-                if let Some(watcher) = watcher {
+                let inserted = timers.insert(this.deadline, cx.waker());
+                this.timer = Some(inserted.key);
+                if let Some(watcher) = inserted.interrupt {
                     this.registry.unpark(watcher);
                 }
-                Poll::Pending
+                match inserted.registered {
+                    Registered::Pending => Poll::Pending,
+                    // A worker processed past the deadline since the
+                    // clock was read above.
+                    Registered::Fired => {
+                        this.elapsed = true;
+                        Poll::Ready(())
+                    }
+                }
             }
             Some(timer) => match timers.register(timer, cx.waker()) {
                 Registered::Pending => Poll::Pending,

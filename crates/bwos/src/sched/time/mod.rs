@@ -67,6 +67,17 @@ struct Inner {
     watcher: Option<(usize, u64)>,
 }
 
+/// What [`Timers::insert`] did.
+#[derive(Debug)]
+pub(crate) struct Inserted {
+    pub(crate) key: TimerKey,
+    /// `Fired`: the deadline was processed already; nobody wakes the
+    /// waker.
+    pub(crate) registered: Registered,
+    /// The watcher to interrupt: the new deadline is earlier than its own.
+    pub(crate) interrupt: Option<usize>,
+}
+
 /// What a worker about to sleep should do about timers.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Watch {
@@ -121,20 +132,34 @@ impl Timers {
         self.next_tick.store(next, Ordering::Relaxed);
     }
 
-    /// Adds a timer for `deadline` that wakes `waker`. Returns its key and,
-    /// if it is due before the watcher's deadline, the watcher to
-    /// interrupt (the caller unparks it).
-    pub(crate) fn insert(&self, deadline: Instant, waker: &Waker) -> (TimerKey, Option<usize>) {
+    /// Adds a timer for `deadline` that wakes `waker`. Returns its key,
+    /// whether it waits or has fired already (a worker may have processed
+    /// past `deadline` since the caller looked at the clock: then nobody
+    /// will wake `waker`, and the caller must not wait), and, if it is due
+    /// before the watcher's deadline, the watcher to interrupt (the caller
+    /// unparks it).
+    pub(crate) fn insert(&self, deadline: Instant, waker: &Waker) -> Inserted {
         self.insert_at_tick(self.tick_of(deadline), waker)
     }
 
     /// [`insert`](Self::insert) at tick `when`.
-    pub(crate) fn insert_at_tick(&self, when: u64, waker: &Waker) -> (TimerKey, Option<usize>) {
+    pub(crate) fn insert_at_tick(&self, when: u64, waker: &Waker) -> Inserted {
         let mut inner = self.lock();
         let key = inner.wheel.insert(when, Some(waker.clone()));
+        if inner.wheel.has_fired(key) {
+            return Inserted {
+                key,
+                registered: Registered::Fired,
+                interrupt: None,
+            };
+        }
         let interrupt = self.earlier_than_watcher(&mut inner, when);
         self.publish_next(&inner);
-        (key, interrupt)
+        Inserted {
+            key,
+            registered: Registered::Pending,
+            interrupt,
+        }
     }
 
     /// If `when` is due before the watcher's deadline: the watcher, whose

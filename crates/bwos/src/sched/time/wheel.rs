@@ -108,7 +108,9 @@ impl Wheel {
     }
 
     /// Adds a timer due at tick `when`, waking `waker` when it fires. A
-    /// deadline already processed makes a timer that has fired.
+    /// deadline already processed (another thread may have processed past
+    /// it since the caller read the clock) makes a timer that has fired:
+    /// see [`has_fired`](Self::has_fired).
     pub(crate) fn insert(&mut self, when: u64, waker: Option<Waker>) -> TimerKey {
         let key = self.entries.insert(Entry {
             when,
@@ -140,7 +142,6 @@ impl Wheel {
     }
 
     /// Whether timer `key` has fired.
-    #[cfg(test)]
     pub(crate) fn has_fired(&self, key: TimerKey) -> bool {
         self.entries[key.0].fired
     }
