@@ -79,15 +79,50 @@ fn the_public_types_have_the_promised_traits() {
 }
 
 #[test]
-fn block_on_runs_on_the_pool_and_returns_the_output() {
-    watchdog("block_on_runs_on_the_pool_and_returns_the_output", || {
+fn block_on_polls_on_the_calling_thread_for_the_pool() {
+    watchdog("block_on_polls_on_the_calling_thread_for_the_pool", || {
         let pool = pool(2);
         let borrowed = String::from("abc");
-        let (sum, index) = pool.block_on(async { (borrowed.len(), pool.current_thread_index()) });
-        assert_eq!(sum, 3);
-        assert!(index.is_some(), "the future ran on a worker of the pool");
+        // Not `Send`: it never leaves this thread.
+        let not_send = std::rc::Rc::new(7);
+        let caller = std::thread::current().id();
+        let (sum, polled_on, spawned_index) = pool.block_on(async {
+            let spawned = task::spawn(async { bwos::current_thread_index() });
+            let index = spawned.await.unwrap();
+            (
+                borrowed.len() + *not_send,
+                std::thread::current().id(),
+                index,
+            )
+        });
+        assert_eq!(sum, 10);
+        assert_eq!(
+            polled_on, caller,
+            "the future was polled on the calling thread"
+        );
+        assert!(
+            spawned_index.is_some_and(|index| index < 2),
+            "the future's tasks run on the pool's workers"
+        );
         // The free function outside pools uses the global pool.
         assert_eq!(bwos::block_on(async { 5 }), 5);
+    });
+}
+
+#[test]
+fn block_on_on_a_worker_runs_the_pools_work_while_it_waits() {
+    watchdog("block_on_on_a_worker", || {
+        // One worker: the nested block_on's future waits for a task that
+        // only this worker can run.
+        let pool = pool(1);
+        let outer = pool.spawn_task(async {
+            let inner = bwos::block_on(async {
+                let other = task::spawn(async { 21 });
+                other.await.unwrap() * 2
+            });
+            (inner, bwos::current_thread_index())
+        });
+        assert_eq!(pool.block_on(outer).unwrap(), (42, Some(0)));
     });
 }
 
@@ -411,7 +446,9 @@ fn yield_now_lets_the_tasks_queued_before_run_first() {
     watchdog("yield_now_lets_the_tasks_queued_before_run_first", || {
         let pool = pool(1);
         let order = Arc::new(Mutex::new(Vec::new()));
-        pool.block_on({
+        // A task of the pool's one worker (block_on's own future is polled
+        // on this thread, not queued).
+        let yielder = pool.spawn_task({
             let order = Arc::clone(&order);
             async move {
                 let others: Vec<_> = (0..3)
@@ -427,6 +464,7 @@ fn yield_now_lets_the_tasks_queued_before_run_first() {
                 }
             }
         });
+        pool.block_on(yielder).unwrap();
         assert_eq!(*order.lock().unwrap(), [0, 1, 2, 99]);
     });
 }

@@ -93,7 +93,10 @@ impl AsyncRuntime for Bwos {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        self.0.block_on(future)
+        // `ThreadPool::block_on` polls `future` on this thread; spawning it
+        // runs it on a worker, as the other runtimes do.
+        let root = self.0.spawn_task(future);
+        self.0.block_on(root).expect("the root task failed")
     }
 
     fn yield_now() -> impl Future<Output = ()> + Send {

@@ -30,11 +30,11 @@
 //! their threads, which then exit. Nobody waits for them: dropping a pool
 //! does not block on a closure that may never return.
 
-use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
+use super::context;
 use super::registry::Registry;
 use super::task::raw::Notified;
 
@@ -72,17 +72,6 @@ struct State {
     shutdown: bool,
     /// Numbers the threads' names.
     next_thread: usize,
-}
-
-thread_local! {
-    /// On a blocking thread: its pool's registry.
-    static BLOCKING_REGISTRY: RefCell<Option<Weak<Registry>>> = const { RefCell::new(None) };
-}
-
-/// The registry of the blocking pool the calling thread belongs to, if it
-/// is a blocking thread of a pool that still exists.
-pub(crate) fn current_blocking_registry() -> Option<Arc<Registry>> {
-    BLOCKING_REGISTRY.with(|registry| registry.borrow().as_ref()?.upgrade())
 }
 
 impl BlockingPool {
@@ -184,16 +173,17 @@ impl Shared {
     /// A blocking thread's body: run entries until idle for `keep_alive`
     /// or shut down.
     fn run(self: Arc<Self>) {
-        if let Some(registry) = self.registry.get() {
-            BLOCKING_REGISTRY.with(|current| *current.borrow_mut() = Some(registry.clone()));
-        }
         let mut state = self.lock();
         loop {
             if let Some(task) = state.queue.pop_front() {
                 drop(state);
                 // Panics are caught by the task cell (the handle gets a
-                // `JoinError`), so the thread survives its closures.
-                task.run();
+                // `JoinError`), so the thread survives its closures. The
+                // closure's tasks, timers and joins go to this pool.
+                match self.registry.get().and_then(Weak::upgrade) {
+                    Some(registry) => context::enter(&registry, || task.run()),
+                    None => task.run(),
+                }
                 state = self.lock();
                 continue;
             }

@@ -24,7 +24,9 @@
 //!   probe `fork` uses (`stack.rs`), and the std/loom primitives of the
 //!   model-checked protocols (`sync.rs`);
 //! - the calling thread's place in the pools: `yield_now`,
-//!   `current_thread_index` and friends (`current.rs`).
+//!   `current_thread_index` and friends (`current.rs`), and the pool a
+//!   thread outside the pools works for in `block_on` or on a blocking
+//!   thread (`context.rs`).
 //!
 //! The front ends (`join`, `scope`, `task`, `io`, `fork`, `worklist`)
 //! import this module; nothing here imports them. `ARCHITECTURE.md` at
@@ -32,6 +34,7 @@
 
 pub(crate) mod blocking;
 pub(crate) mod builder;
+pub(crate) mod context;
 pub(crate) mod current;
 pub(crate) mod driver;
 pub(crate) mod error;

@@ -17,7 +17,8 @@ use bwos_queue::{fifo, lifo};
 use crossbeam_deque::Injector;
 use crossbeam_utils::CachePadded;
 
-use super::blocking::{BlockingPool, current_blocking_registry};
+use super::blocking::BlockingPool;
+use super::context;
 use super::driver::DriverSlot;
 use super::global;
 use super::idle::balance::Balance;
@@ -318,13 +319,13 @@ impl Registry {
     }
 
     /// Calls `f` with the current pool's registry: the calling worker's,
-    /// the pool's whose blocking thread calls, or the global pool's
-    /// outside pools.
+    /// the one the calling thread entered (in `block_on`, on a blocking
+    /// thread: see `context.rs`), or the global pool's.
     #[inline]
     pub(crate) fn with_current<R>(f: impl FnOnce(&Arc<Registry>) -> R) -> R {
         WorkerThread::with_current(|worker| match worker {
             Some(worker) => f(worker.registry()),
-            None => match current_blocking_registry() {
+            None => match context::current() {
                 Some(registry) => f(&registry),
                 None => f(global::registry()),
             },
@@ -559,7 +560,8 @@ where
 }
 
 /// [`in_worker`] from a thread outside every pool: runs `op` on a worker of
-/// the global pool (with `true`: injected) while the caller blocks.
+/// the pool the thread entered (see `context.rs`), else of the global
+/// pool (with `true`: injected), while the caller blocks.
 #[cold]
 #[inline(never)]
 pub(crate) fn in_global_pool<OP, R>(op: OP) -> R
@@ -567,7 +569,10 @@ where
     OP: FnOnce(&WorkerThread, bool) -> R + Send,
     R: Send,
 {
-    global::registry().in_worker(|worker| op(worker, true))
+    match context::current() {
+        Some(registry) => registry.in_worker(|worker| op(worker, true)),
+        None => global::registry().in_worker(|worker| op(worker, true)),
+    }
 }
 
 impl WhereWorkersRun for Registry {

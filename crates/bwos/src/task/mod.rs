@@ -90,12 +90,13 @@ where
 
 /// Yields to the other tasks of the worker: the calling task goes to the
 /// back of its worker's queue and runs again after the tasks queued before
-/// it (or, when there are none, at once).
+/// it (or, when there are none, at once). In a [`block_on`](crate::block_on)
+/// future, which is not a task, it returns after one more poll.
 ///
 /// ```
 /// let order = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
 /// let pool = bwos::ThreadPoolBuilder::new().num_threads(1).build()?;
-/// pool.block_on({
+/// let yielder = pool.spawn_task({
 ///     let order = order.clone();
 ///     async move {
 ///         let other = bwos::task::spawn({
@@ -107,6 +108,7 @@ where
 ///         other.await.unwrap();
 ///     }
 /// });
+/// pool.block_on(yielder).unwrap();
 /// assert_eq!(*order.lock().unwrap(), ["other", "yielder"]);
 /// # Ok::<(), bwos::ThreadPoolBuildError>(())
 /// ```
@@ -155,10 +157,11 @@ impl ThreadPool {
         executor::spawn_in(&self.registry, future)
     }
 
-    /// Runs `future` as a task of this pool and returns its output (see
-    /// [`block_on`](crate::block_on)): a thread outside the pool blocks, a
-    /// worker keeps running its pool's work meanwhile. A panic in the
-    /// future resumes here.
+    /// Runs `future` to completion on the calling thread, for this pool
+    /// (see [`block_on`](crate::block_on)): the tasks, timers and joins it
+    /// starts go to this pool. Between polls a thread outside the pool
+    /// parks, a worker keeps running its pool's work. The future need not
+    /// be `Send`; a panic in it unwinds out of `block_on`.
     ///
     /// ```
     /// let pool = bwos::ThreadPoolBuilder::new().num_threads(2).build()?;
@@ -171,11 +174,7 @@ impl ThreadPool {
     /// assert_eq!(sum, 10);
     /// # Ok::<(), bwos::ThreadPoolBuildError>(())
     /// ```
-    pub fn block_on<F>(&self, future: F) -> F::Output
-    where
-        F: Future + Send,
-        F::Output: Send,
-    {
+    pub fn block_on<F: Future>(&self, future: F) -> F::Output {
         block_on::block_on_in(&self.registry, future)
     }
 }
