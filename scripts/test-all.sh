@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 echo "== cargo test: unit, property, drop, stress and doc tests"
-cargo test --workspace
+cargo test --workspace --all-features
 
 echo "== the rayon-core drop-in: its own tests, then rayon's and rayon-core's test suites on it"
 cargo test --manifest-path crates/rayon-core/Cargo.toml

@@ -1,6 +1,6 @@
 //! An HTTP server on bwos: hyper 1.x serving "Hello, world!" (and echoing
 //! the body of a POST to /echo), each connection an async task on the
-//! global pool, sockets from `bwos::io` (their readiness is polled by the
+//! global pool, sockets from `bwos::net` (their readiness is polled by the
 //! pool's own workers; an idle server sleeps in `epoll_wait`).
 //!
 //! ```text
@@ -15,7 +15,7 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 
-use bwos::io::TcpListener;
+use bwos::net::TcpListener;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
@@ -51,7 +51,7 @@ fn main() -> std::io::Result<()> {
             format!("{address:?} is not a socket address such as 127.0.0.1:3000: {error}"),
         )
     })?;
-    let listener = TcpListener::bind(address)?;
+    let listener = bwos::block_on(TcpListener::bind(address))?;
     println!(
         "serving http://{} on {} bwos workers",
         listener.local_addr()?,

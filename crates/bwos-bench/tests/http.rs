@@ -1,5 +1,5 @@
 //! A hyper server on bwos answering real requests from a real client (a
-//! hyper client, also on bwos), over loopback sockets from `bwos::io`
+//! hyper client, also on bwos), over loopback sockets from `bwos::net`
 //! (driven by the pool's workers).
 
 #![cfg(not(loom))]
@@ -7,7 +7,7 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 
-use bwos::io::{TcpListener, TcpStream};
+use bwos::net::{TcpListener, TcpStream};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
@@ -92,7 +92,7 @@ fn a_hyper_server_on_bwos_answers_real_requests() {
             .build()
             .unwrap();
         let listener = pool
-            .install(|| TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))))
+            .block_on(TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))))
             .unwrap();
         let address = listener.local_addr().unwrap();
         let server = pool.spawn_task(serve(listener));

@@ -29,7 +29,7 @@
 //! BWS's balanced work stealing, [`PoolStats`]), and above it the front
 //! ends, each a folder that imports the core: `join`, `scope` (with
 //! [`broadcast`] and the detached [`spawn`]), [`task`] (async tasks and
-//! [`block_on`]), [`io`] (sockets), [`fork`] (async fork/join after Nowa,
+//! [`block_on`]), [`net`] (sockets), [`time`] (timers), [`fork`] (async fork/join after Nowa,
 //! on the same workers) and [`worklist`].
 //!
 //! # Panics
@@ -94,10 +94,22 @@ pub mod fork;
 mod fork {
     pub(crate) mod boundary;
 }
+/// The sockets' old home: [`net`] has them now, with `bind` and `connect`
+/// as tokio's (async, taking any [`net::ToSocketAddrs`]).
 #[cfg(not(loom))]
-pub mod io;
+#[deprecated(since = "0.1.0", note = "use `bwos::net`")]
+pub mod io {
+    #[deprecated(since = "0.1.0", note = "use `bwos::net::TcpListener`")]
+    pub use crate::net::TcpListener;
+    #[deprecated(since = "0.1.0", note = "use `bwos::net::TcpStream`")]
+    pub use crate::net::TcpStream;
+}
+#[cfg(all(feature = "hyper", not(loom)))]
+pub mod hyper;
 #[cfg(not(loom))]
 mod join;
+#[cfg(not(loom))]
+pub mod net;
 #[cfg(not(loom))]
 mod scope;
 #[cfg(loom)]

@@ -310,8 +310,9 @@ fn timers_fire_in_a_pool_with_an_io_driver() {
         pool.block_on(async {
             // A listener makes the pool's I/O driver; a worker then sleeps
             // in its poll, whose timeout is the next deadline.
-            let listener =
-                bwos::io::TcpListener::bind("127.0.0.1:0".parse().unwrap()).expect("a listener");
+            let listener = bwos::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .expect("a listener");
             let accept = listener.accept();
             let outcome = time::timeout(Duration::from_millis(20), accept).await;
             assert!(outcome.is_err(), "nobody connects: the timeout fires");

@@ -1,5 +1,5 @@
 //! The HTTP service, written once, and its accept loops: each runtime
-//! with the sockets its users would take: `bwos::io` for bwos (driven by
+//! with the sockets its users would take: `bwos::net` for bwos (driven by
 //! the pool's workers), `async-io` for smol (driven by `async-io`'s
 //! reactor thread), tokio's own for tokio (driven by its workers).
 
@@ -55,11 +55,11 @@ pub fn serve_async_io<R: AsyncRuntime>(rt: R, listener: TcpListener) -> std::io:
     })
 }
 
-/// Serves `listener` on bwos with `bwos::io` sockets, each connection a
+/// Serves `listener` on bwos with `bwos::net` sockets, each connection a
 /// task, until the process is killed.
 pub fn serve_bwos(rt: Bwos, listener: TcpListener) -> std::io::Result<()> {
     rt.block_on(async move {
-        let listener = bwos::io::TcpListener::from_std(listener)?;
+        let listener = bwos::net::TcpListener::from_std(listener)?;
         loop {
             let (stream, _) = listener.accept().await?;
             bwos::task::spawn(async move {

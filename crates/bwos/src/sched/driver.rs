@@ -1,5 +1,5 @@
 //! The seam between the scheduler and an event source its workers park
-//! in: the I/O driver (`crate::io`) implements [`Driver`], the registry
+//! in: the I/O driver (`crate::net`) implements [`Driver`], the registry
 //! holds at most one in its [`DriverSlot`], created on first use by the
 //! front end that needs it.
 //!

@@ -26,12 +26,12 @@
 //! from the injector every 61 tasks, so neither a task that is always
 //! ready nor a busy worker starves tasks woken from outside.
 //!
-//! Sockets come from [`crate::io`] and timers from [`crate::time`]: the
+//! Sockets come from [`crate::net`] and timers from [`crate::time`]: the
 //! pool's own workers poll the sockets' readiness and fire the timers (no
 //! reactor or timer thread; wake-ups land in the polling worker's queue).
 //! Closures that block run on separate threads with [`spawn_blocking`].
 //! The `hello_server` example of `bwos-bench` serves HTTP with hyper on
-//! `bwos::io`.
+//! `bwos::net`.
 //!
 //! # Panics and cancellation
 //! A panic in a task is caught: the task ends and its [`JoinHandle`]

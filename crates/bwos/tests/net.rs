@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bwos::ThreadPoolBuilder;
-use bwos::io::{TcpListener, TcpStream};
+use bwos::net::{TcpListener, TcpStream};
 use bwos_testkit::watchdog;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 
@@ -40,7 +40,7 @@ fn echo_server_returns_every_byte_on_many_connections() {
             _ => 3 * 1024 * 1024,
         };
         let echoed = pool.block_on(async move {
-            let listener = TcpListener::bind(loopback()).unwrap();
+            let listener = TcpListener::bind(loopback()).await.unwrap();
             let address = listener.local_addr().unwrap();
             let server = bwos::task::spawn(async move {
                 let mut served = Vec::new();
@@ -113,7 +113,7 @@ fn a_sleeping_pool_wakes_for_a_connection_and_for_data() {
         "a_sleeping_pool_wakes_for_a_connection_and_for_data",
         || {
             let pool = ThreadPoolBuilder::new().num_threads(2).build().unwrap();
-            let listener = pool.install(|| TcpListener::bind(loopback()).unwrap());
+            let listener = pool.block_on(TcpListener::bind(loopback())).unwrap();
             let address = listener.local_addr().unwrap();
             let server = pool.spawn_task(async move {
                 let (mut stream, _) = listener.accept().await.unwrap();
@@ -141,7 +141,7 @@ fn a_pools_shutdown_fails_its_sockets_waiting_operations() {
         "a_pools_shutdown_fails_its_sockets_waiting_operations",
         || {
             let pool = ThreadPoolBuilder::new().num_threads(2).build().unwrap();
-            let listener = pool.install(|| TcpListener::bind(loopback()).unwrap());
+            let listener = pool.block_on(TcpListener::bind(loopback())).unwrap();
             let waiter = std::thread::spawn(move || {
                 let result = futures_lite::future::block_on(listener.accept());
                 (result.map(|_| ()), listener)
@@ -163,7 +163,7 @@ fn a_socket_task_forks_and_joins_on_its_pool() {
     watchdog("a_socket_task_forks_and_joins_on_its_pool", || {
         let pool = ThreadPoolBuilder::new().num_threads(2).build().unwrap();
         let sum = pool.block_on(async {
-            let listener = TcpListener::bind(loopback()).unwrap();
+            let listener = TcpListener::bind(loopback()).await.unwrap();
             let address = listener.local_addr().unwrap();
             let server = bwos::task::spawn(async move {
                 let (mut stream, _) = listener.accept().await.unwrap();
@@ -216,7 +216,9 @@ fn a_worker_waiting_for_another_pool_wakes_in_its_io_driver() {
             let waiting_pool = ThreadPoolBuilder::new().num_threads(1).build().unwrap();
             let working_pool = ThreadPoolBuilder::new().num_threads(1).build().unwrap();
             // The first socket gives the waiting pool its I/O driver.
-            let listener = waiting_pool.install(|| TcpListener::bind(loopback()).unwrap());
+            let listener = waiting_pool
+                .block_on(TcpListener::bind(loopback()))
+                .unwrap();
             // Long enough for the waiter to pass its sleep threshold and
             // block in the driver.
             let work = |round: u64| {

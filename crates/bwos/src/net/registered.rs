@@ -1,0 +1,251 @@
+//! A mio socket registered with its pool's I/O driver: what every socket
+//! type of `net` is built on.
+
+use std::io::{self, IoSlice, Read, Write};
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+
+use mio::event::Source;
+
+use super::driver::{IoDriver, shut_down_error};
+use super::readiness::{Direction, Readiness};
+use crate::sched::registry::Registry;
+
+/// A mio socket registered with a pool's driver; deregistered on drop.
+pub(crate) struct Registered<S: Source> {
+    pub(crate) source: S,
+    key: usize,
+    readiness: Arc<Readiness>,
+    pub(crate) driver: Arc<IoDriver>,
+}
+
+impl<S: Source> Registered<S> {
+    /// Registers `source` with the driver of the current pool (the calling
+    /// worker's, else the global pool's).
+    pub(crate) fn new(source: S) -> io::Result<Self> {
+        let driver = Registry::with_current(|registry| IoDriver::of(registry))?;
+        Self::with_driver(source, driver)
+    }
+
+    pub(crate) fn with_driver(mut source: S, driver: Arc<IoDriver>) -> io::Result<Self> {
+        let (key, readiness) = driver.register(&mut source)?;
+        Ok(Registered {
+            source,
+            key,
+            readiness,
+            driver,
+        })
+    }
+
+    /// Runs `operation` once the socket is ready in `direction`, again
+    /// after every `WouldBlock`. A result for which `drained` says the
+    /// kernel's buffer was emptied (a short read) or filled (a short
+    /// write) clears the readiness too, saving the `WouldBlock` attempt
+    /// that would otherwise follow.
+    pub(crate) fn poll_io<R>(
+        &self,
+        cx: &mut Context<'_>,
+        direction: Direction,
+        mut operation: impl FnMut(&S) -> io::Result<R>,
+        drained: impl Fn(&R) -> bool,
+    ) -> Poll<io::Result<R>> {
+        loop {
+            let event = ready!(self.readiness.poll_ready(cx, direction));
+            if event.is_shut_down() {
+                return Poll::Ready(Err(shut_down_error()));
+            }
+            match operation(&self.source) {
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                    self.readiness.clear(event);
+                }
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                result => {
+                    if result.as_ref().is_ok_and(&drained) {
+                        self.readiness.clear(event);
+                    }
+                    return Poll::Ready(result);
+                }
+            }
+        }
+    }
+}
+
+impl<S: Source> Drop for Registered<S> {
+    fn drop(&mut self) {
+        self.driver.deregister(self.key, &mut self.source);
+    }
+}
+
+/// Byte streams (TCP, Unix): reads and writes that clear the readiness
+/// when the kernel's buffer was drained or filled.
+impl<S: Source> Registered<S>
+where
+    for<'a> &'a S: Read + Write,
+{
+    pub(crate) fn poll_read(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        let len = buf.len();
+        self.poll_io(
+            cx,
+            Direction::Read,
+            |mut socket| socket.read(buf),
+            // 0 is the end of the stream, not a drained buffer.
+            |&n| n > 0 && n < len,
+        )
+    }
+
+    pub(crate) fn poll_write(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        let len = buf.len();
+        self.poll_io(
+            cx,
+            Direction::Write,
+            |mut socket| socket.write(buf),
+            |&n| n > 0 && n < len,
+        )
+    }
+
+    pub(crate) fn poll_write_vectored(
+        &self,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let len: usize = bufs.iter().map(|b| b.len()).sum();
+        self.poll_io(
+            cx,
+            Direction::Write,
+            |mut socket| socket.write_vectored(bufs),
+            |&n| n > 0 && n < len,
+        )
+    }
+}
+
+/// Implements `futures_io::AsyncRead` (and, with the `tokio-io` feature,
+/// tokio's `AsyncRead`) for a stream type: `$get` turns `&Self` (bound to
+/// `$this`) into its `&Registered<_>`.
+macro_rules! stream_read {
+    ($ty:ty, $this:ident => $get:expr) => {
+        impl futures_io::AsyncRead for $ty {
+            fn poll_read(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &mut [u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                let $this = &*self;
+                $get.poll_read(cx, buf)
+            }
+        }
+
+        #[cfg(feature = "tokio-io")]
+        impl tokio::io::AsyncRead for $ty {
+            fn poll_read(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &mut tokio::io::ReadBuf<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                let $this = &*self;
+                // Zeroes only the part never initialized before: a buffer
+                // reused across reads pays once.
+                let unfilled = buf.initialize_unfilled();
+                let n = std::task::ready!($get.poll_read(cx, unfilled))?;
+                buf.advance(n);
+                std::task::Poll::Ready(Ok(()))
+            }
+        }
+    };
+}
+
+/// Implements `futures_io::AsyncWrite` (and, with the `tokio-io` feature,
+/// tokio's `AsyncWrite`) for a stream type: `$get` as for `stream_read`,
+/// `$shutdown` shuts down its writing direction (close, shutdown).
+macro_rules! stream_write {
+    ($ty:ty, $this:ident => $get:expr, $shutdown:expr) => {
+        impl futures_io::AsyncWrite for $ty {
+            fn poll_write(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                let $this = &*self;
+                $get.poll_write(cx, buf)
+            }
+
+            fn poll_write_vectored(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                bufs: &[std::io::IoSlice<'_>],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                let $this = &*self;
+                $get.poll_write_vectored(cx, bufs)
+            }
+
+            fn poll_flush(
+                self: std::pin::Pin<&mut Self>,
+                _cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                // Writes go straight to the kernel.
+                std::task::Poll::Ready(Ok(()))
+            }
+
+            fn poll_close(
+                self: std::pin::Pin<&mut Self>,
+                _cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                let $this = &*self;
+                std::task::Poll::Ready($shutdown)
+            }
+        }
+
+        #[cfg(feature = "tokio-io")]
+        impl tokio::io::AsyncWrite for $ty {
+            fn poll_write(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                let $this = &*self;
+                $get.poll_write(cx, buf)
+            }
+
+            fn poll_write_vectored(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                bufs: &[std::io::IoSlice<'_>],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                let $this = &*self;
+                $get.poll_write_vectored(cx, bufs)
+            }
+
+            fn is_write_vectored(&self) -> bool {
+                true
+            }
+
+            fn poll_flush(
+                self: std::pin::Pin<&mut Self>,
+                _cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::task::Poll::Ready(Ok(()))
+            }
+
+            fn poll_shutdown(
+                self: std::pin::Pin<&mut Self>,
+                _cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                let $this = &*self;
+                std::task::Poll::Ready($shutdown)
+            }
+        }
+    };
+}
+
+/// Both: a whole stream.
+macro_rules! byte_stream_io {
+    ($ty:ty, $this:ident => $get:expr, $shutdown:expr) => {
+        $crate::net::registered::stream_read!($ty, $this => $get);
+        $crate::net::registered::stream_write!($ty, $this => $get, $shutdown);
+    };
+}
+
+pub(crate) use {byte_stream_io, stream_read, stream_write};
