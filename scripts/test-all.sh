@@ -9,6 +9,9 @@ cd "$(dirname "$0")/.."
 echo "== cargo test: unit, property, drop, stress and doc tests"
 cargo test --workspace --all-features
 
+echo "== the examples of crates/bwos, built with all features, servers run against real clients"
+./scripts/examples.sh
+
 echo "== the rayon-core drop-in: its own tests, then rayon's and rayon-core's test suites on it"
 cargo test --manifest-path crates/rayon-core/Cargo.toml
 ./scripts/rayon-suite.sh

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Builds every example of crates/bwos with all features and runs the
+# servers against real clients: echo_server (bash's /dev/tcp), http_server
+# (curl over HTTP/1.1 and HTTP/2 prior knowledge, then fan_out against it),
+# axum_server (curl). Each server listens on port 0 and prints
+# `listening on ADDR`; the script reads ADDR from that line.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cargo build --release -p bwos --examples --all-features
+bin=target/release/examples
+log=$(mktemp -d)
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$log"' EXIT
+
+# Starts example $1 on port 0 and prints the address it listens on.
+start() {
+    local name=$1
+    "$bin/$name" 127.0.0.1:0 >"$log/$name.out" 2>"$log/$name.err" &
+    pids+=($!)
+    for _ in $(seq 1 100); do
+        if grep -q '^listening on ' "$log/$name.out"; then
+            sed -n 's/^listening on //p' "$log/$name.out" | head -1
+            return
+        fi
+        sleep 0.1
+    done
+    echo "$name did not print 'listening on ADDR'" >&2
+    cat "$log/$name.err" >&2
+    exit 1
+}
+
+expect() {
+    local what=$1 got=$2 want=$3
+    if [[ "$got" != "$want" ]]; then
+        echo "FAIL $what: got '$got', want '$want'" >&2
+        exit 1
+    fi
+    echo "ok   $what"
+}
+
+echo_addr=$(start echo_server)
+exec 3<>"/dev/tcp/${echo_addr%:*}/${echo_addr##*:}"
+printf 'ping\n' >&3
+read -r reply <&3
+exec 3>&-
+expect "echo_server echoes a line" "$reply" "ping"
+
+http_addr=$(start http_server)
+expect "http_server over HTTP/1.1" "$(curl -sS --http1.1 "http://$http_addr/")" "Hello, world!"
+expect "http_server over HTTP/2 (h2c)" \
+    "$(curl -sS --http2-prior-knowledge -o /dev/null -w '%{http_version}' "http://$http_addr/")" "2"
+expect "http_server POST /echo" "$(curl -sS -d 'body text' "http://$http_addr/echo")" "body text"
+expect "http_server 404" "$(curl -sS -o /dev/null -w '%{http_code}' "http://$http_addr/nope")" "404"
+"$bin/fan_out" "$http_addr" 200
+echo "ok   fan_out: 200 requests through JoinSet and timeout"
+
+axum_addr=$(start axum_server)
+expect "axum_server /" "$(curl -sS "http://$axum_addr/")" "Hello, world!"
+expect "axum_server /users/7" "$(curl -sS "http://$axum_addr/users/7")" "user 7"
