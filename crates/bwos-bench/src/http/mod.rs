@@ -2,7 +2,10 @@
 //! on bwos, tokio and smol, the same service code, loaded on loopback by
 //! wrk (or, where wrk is not installed, the built-in client of
 //! [`client`]) with 50, 200 and 1000 connections for a fixed time per
-//! point.
+//! point. With `--protocol h2`: the same service over HTTP/2 (h2c) on
+//! bwos and tokio (hyper's executor and timer of each: `bwos::hyper` and
+//! hyper-util's tokio ones), loaded by `h2load` with 50, 200 and 1000
+//! concurrent streams (10 connections, streams / 10 each).
 //!
 //! Each server runs in a process of its own (`bwos-bench http-server`),
 //! started afresh per point and runtime, in rotating order. Reported:
@@ -65,6 +68,36 @@ impl LoadGenerator {
     }
 }
 
+/// HTTP/1.1 (wrk or the built-in client) or HTTP/2 (h2c, h2load).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// HTTP/1.1: bwos, tokio and smol; `--connections` are connections.
+    H1,
+    /// HTTP/2 without TLS (prior knowledge): bwos and tokio, loaded by
+    /// h2load; `--connections` are concurrent streams.
+    H2,
+}
+
+impl Protocol {
+    fn runtimes(self) -> &'static [&'static str] {
+        match self {
+            Protocol::H1 => &RUNTIMES,
+            Protocol::H2 => &RUNTIMES[..2],
+        }
+    }
+
+    fn arg(self) -> &'static str {
+        match self {
+            Protocol::H1 => "h1",
+            Protocol::H2 => "h2",
+        }
+    }
+}
+
+/// Connections h2load opens; the streams of a point are spread over them.
+const H2_CONNECTIONS: u32 = 10;
+
 /// Repetitions of every point without `--repetitions`.
 pub const REPETITIONS: u32 = 3;
 
@@ -92,9 +125,13 @@ pub struct HttpArgs {
     /// Seconds of load per point.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=3600))]
     pub seconds: u32,
-    /// The program that loads the servers.
+    /// The program that loads the servers (HTTP/1.1; HTTP/2 always uses
+    /// h2load).
     #[arg(long, value_enum, default_value_t = LoadGenerator::Auto)]
     pub load_generator: LoadGenerator,
+    /// HTTP/1.1, or HTTP/2 (h2c) loaded by h2load.
+    #[arg(long, value_enum, default_value_t = Protocol::H1)]
+    pub protocol: Protocol,
 }
 
 impl HttpArgs {
@@ -113,6 +150,7 @@ impl HttpArgs {
             connections: vec![200, 1000],
             seconds: 2,
             load_generator: LoadGenerator::Auto,
+            protocol: Protocol::H1,
         }
     }
 }
@@ -124,6 +162,7 @@ pub struct Experiment {
     /// Serialized as its description (`wrk -t1`, ..).
     #[serde(serialize_with = "describe")]
     pub load_generator: LoadGenerator,
+    pub protocol: Protocol,
     pub samples: Vec<Sample>,
 }
 
@@ -154,7 +193,18 @@ const RUNTIMES: [&str; 3] = [Bwos::NAME, Tokio::NAME, Smol::NAME];
 /// Runs the experiment; an error if the asked-for load generator is
 /// missing or a server fails.
 pub fn run(args: &HttpArgs) -> std::io::Result<Experiment> {
-    let load_generator = args.load_generator.resolve()?;
+    let load_generator = match args.protocol {
+        Protocol::H1 => args.load_generator.resolve()?,
+        Protocol::H2 => {
+            if Command::new("h2load").arg("--version").output().is_err() {
+                return Err(std::io::Error::other(
+                    "--protocol h2: h2load is not installed (Debian: apt-get install nghttp2-client)",
+                ));
+            }
+            LoadGenerator::Wrk
+        }
+    };
+    let runtimes = args.protocol.runtimes();
     let repetitions = args.run.repetitions(REPETITIONS, 1);
     let (connections, seconds) = if args.run.quick {
         (vec![50], 1)
@@ -164,8 +214,8 @@ pub fn run(args: &HttpArgs) -> std::io::Result<Experiment> {
     let mut samples = Vec::new();
     for &connections in &connections {
         for repetition in 0..repetitions {
-            for offset in 0..RUNTIMES.len() {
-                let runtime = RUNTIMES[(repetition as usize + offset) % RUNTIMES.len()];
+            for offset in 0..runtimes.len() {
+                let runtime = runtimes[(repetition as usize + offset) % runtimes.len()];
                 let point = Point {
                     runtime,
                     threads: args.threads.count,
@@ -173,6 +223,7 @@ pub fn run(args: &HttpArgs) -> std::io::Result<Experiment> {
                     seconds,
                     repetition,
                     load_generator,
+                    protocol: args.protocol,
                 };
                 let sample = measure(&point)?;
                 eprintln!(
@@ -185,6 +236,7 @@ pub fn run(args: &HttpArgs) -> std::io::Result<Experiment> {
     }
     Ok(Experiment {
         load_generator,
+        protocol: args.protocol,
         samples,
     })
 }
@@ -197,6 +249,7 @@ struct Point {
     seconds: u32,
     repetition: u32,
     load_generator: LoadGenerator,
+    protocol: Protocol,
 }
 
 /// A server process, killed when dropped.
@@ -217,6 +270,7 @@ fn measure(point: &Point) -> std::io::Result<Sample> {
         seconds,
         repetition,
         load_generator,
+        protocol,
     } = *point;
     let mut child = ServerProcess(
         Command::new(std::env::current_exe()?)
@@ -226,6 +280,8 @@ fn measure(point: &Point) -> std::io::Result<Sample> {
                 runtime,
                 "--threads",
                 &threads.to_string(),
+                "--protocol",
+                protocol.arg(),
             ])
             .stdout(Stdio::piped())
             .spawn()?,
@@ -240,7 +296,9 @@ fn measure(point: &Point) -> std::io::Result<Sample> {
     // Let the server's workers fall asleep before the load starts.
     std::thread::sleep(Duration::from_millis(100));
     let cpu_before = cpu_ticks(child.0.id())?;
-    let parsed = if load_generator == LoadGenerator::Builtin {
+    let parsed = if protocol == Protocol::H2 {
+        h2load(port, connections, seconds)?
+    } else if load_generator == LoadGenerator::Builtin {
         let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
         client::load(address, connections, Duration::from_secs(seconds.into()))?
     } else {
@@ -270,6 +328,31 @@ fn measure(point: &Point) -> std::io::Result<Sample> {
         cpu_us_per_request: cpu_us / parsed.requests.max(1) as f64,
         errors: parsed.errors,
     })
+}
+
+/// Loads `port` with h2load: `streams` concurrent streams over
+/// [`H2_CONNECTIONS`] connections for `seconds`, one thread; latency
+/// percentiles from its per-request log.
+fn h2load(port: u16, streams: u32, seconds: u32) -> std::io::Result<LoadReport> {
+    let connections = H2_CONNECTIONS.min(streams);
+    let per_connection = streams.div_ceil(connections);
+    let log = std::env::temp_dir().join(format!("bwos-bench-h2load-{}.log", std::process::id()));
+    let output = Command::new("h2load")
+        .args([
+            "-t1",
+            &format!("-c{connections}"),
+            &format!("-m{per_connection}"),
+            &format!("-D{seconds}"),
+            "--log-file",
+            log.to_str().expect("a UTF-8 temporary path"),
+            &format!("http://127.0.0.1:{port}/"),
+        ])
+        .output()?;
+    let report = String::from_utf8_lossy(&output.stdout).into_owned();
+    let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    LoadReport::parse_h2load(&report, &log_text)
+        .ok_or_else(|| std::io::Error::other(format!("unreadable h2load output:\n{report}")))
 }
 
 /// User plus system CPU ticks of process `pid`, all threads.
@@ -331,6 +414,67 @@ impl LoadReport {
     }
 }
 
+impl LoadReport {
+    /// Reads h2load's summary (`finished in 3.00s, 1234.5 req/s, ..`,
+    /// `requests: N total, .. S succeeded, F failed, E errored, T timeout`)
+    /// and its `--log-file` (one request a line: start, status, duration
+    /// in microseconds) for the latency percentiles.
+    fn parse_h2load(summary: &str, log: &str) -> Option<LoadReport> {
+        let mut report = LoadReport {
+            requests: 0,
+            requests_per_sec: f64::NAN,
+            p50_ms: f64::NAN,
+            p99_ms: f64::NAN,
+            errors: 0,
+        };
+        for line in summary.lines().map(str::trim) {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            match words.as_slice() {
+                ["finished", "in", _, rate, "req/s,", ..] => {
+                    report.requests_per_sec = rate.parse().ok()?;
+                }
+                [
+                    "requests:",
+                    _,
+                    "total,",
+                    _,
+                    "started,",
+                    _,
+                    "done,",
+                    succeeded,
+                    "succeeded,",
+                    failed,
+                    "failed,",
+                    errored,
+                    "errored,",
+                    timeout,
+                    "timeout",
+                ] => {
+                    report.requests = succeeded.parse().ok()?;
+                    report.errors = failed.parse::<u64>().ok()?
+                        + errored.parse::<u64>().ok()?
+                        + timeout.parse::<u64>().ok()?;
+                }
+                _ => {}
+            }
+        }
+        let mut micros: Vec<f64> = log
+            .lines()
+            .filter_map(|line| line.split_whitespace().nth(2)?.parse().ok())
+            .collect();
+        micros.sort_by(f64::total_cmp);
+        let quantile = |q: f64| {
+            let rank = ((micros.len() as f64 * q).ceil() as usize).clamp(1, micros.len());
+            micros[rank - 1] / 1000.0
+        };
+        if !micros.is_empty() {
+            report.p50_ms = quantile(0.50);
+            report.p99_ms = quantile(0.99);
+        }
+        (!report.requests_per_sec.is_nan()).then_some(report)
+    }
+}
+
 /// A wrk duration (`812.00us`, `1.23ms`, `2.00s`) in milliseconds.
 fn millis(value: &str) -> Option<f64> {
     let split = value.find(|c: char| c.is_ascii_alphabetic())?;
@@ -349,12 +493,23 @@ fn millis(value: &str) -> Option<f64> {
 /// throughput, latency and CPU per request, and each peer's paired ratio.
 pub fn tables(experiment: &Experiment) -> String {
     let samples = &experiment.samples;
+    let (title, load, unit) = match experiment.protocol {
+        Protocol::H1 => (
+            "HTTP/1.1",
+            experiment.load_generator.describe(),
+            "connections",
+        ),
+        Protocol::H2 => (
+            "HTTP/2 (h2c)",
+            "h2load -t1 (10 connections, streams / 10 concurrent streams each)",
+            "streams",
+        ),
+    };
     let mut out = format!(
-        "\n## HTTP: hyper hello world on loopback, load from {} (1 thread, sharing the machine's cores with the server)\n\
-         medians over repetitions (min-max); bwos/tokio and bwos/smol are paired ratios of requests per second\n\n\
-         | connections | runtime | req/s | p50 ms | p99 ms | CPU us/req | errors | bwos/peer req/s |\n\
+        "\n## {title}: hyper hello world on loopback, load from {load} (1 thread, sharing the machine's cores with the server)\n\
+         medians over repetitions (min-max); bwos/peer is the paired ratio of requests per second\n\n\
+         | {unit} | runtime | req/s | p50 ms | p99 ms | CPU us/req | errors | bwos/peer req/s |\n\
          |---|---|---|---|---|---|---|---|\n",
-        experiment.load_generator.describe(),
     );
     let mut points: Vec<u32> = samples.iter().map(|s| s.connections).collect();
     points.dedup();
@@ -368,7 +523,7 @@ pub fn tables(experiment: &Experiment) -> String {
             picked.iter().map(|s| pick(s)).collect()
         };
         let bwos_rps = of(Bwos::NAME, |s| s.requests_per_sec);
-        for runtime in RUNTIMES {
+        for &runtime in experiment.protocol.runtimes() {
             let cell = |values: Vec<f64>, digits: usize| match Summary::of(&values) {
                 Some(s) => format!(
                     "{:.digits$} ({:.digits$}-{:.digits$})",
@@ -411,6 +566,9 @@ pub struct ServerArgs {
     /// Worker threads.
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
+    /// HTTP/1.1 or HTTP/2 (h2c).
+    #[arg(long, value_enum, default_value_t = Protocol::H1)]
+    pub protocol: Protocol,
 }
 
 /// Serves on a free loopback port (printed as `PORT <n>`) until killed.
@@ -418,10 +576,15 @@ pub fn serve(args: &ServerArgs) -> std::io::Result<()> {
     let listener = TcpListener::bind("127.0.0.1:0")?;
     listener.set_nonblocking(true)?;
     println!("PORT {}", listener.local_addr()?.port());
-    match args.runtime.as_str() {
-        "bwos" => server::serve_bwos(Bwos::start(args.threads), listener),
-        "smol" => server::serve_async_io(Smol::start(args.threads), listener),
-        "tokio" => server::serve_tokio(Tokio::start(args.threads), listener),
+    match (args.runtime.as_str(), args.protocol) {
+        ("bwos", Protocol::H1) => server::serve_bwos(Bwos::start(args.threads), listener),
+        ("smol", Protocol::H1) => server::serve_async_io(Smol::start(args.threads), listener),
+        ("tokio", Protocol::H1) => server::serve_tokio(Tokio::start(args.threads), listener),
+        ("bwos", Protocol::H2) => server::serve_bwos_h2(Bwos::start(args.threads), listener),
+        ("tokio", Protocol::H2) => server::serve_tokio_h2(Tokio::start(args.threads), listener),
+        ("smol", Protocol::H2) => Err(std::io::Error::other(
+            "the HTTP/2 benchmark runs bwos and tokio only",
+        )),
         other => Err(std::io::Error::other(format!(
             "unknown runtime {other:?} (expected bwos, tokio or smol)"
         ))),
@@ -431,6 +594,22 @@ pub fn serve(args: &ServerArgs) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn h2load_output_and_log_are_parsed() {
+        let summary = "finished in 3.00s, 150000.50 req/s, 5.00MB/s\n\
+                       requests: 450002 total, 450100 started, 450002 done, 449990 succeeded, 10 failed, 2 errored, 0 timeout\n";
+        let log: String = (1..=100)
+            .map(|i| format!("1700000000000000\t200\t{}\n", i * 10))
+            .collect();
+        let report = LoadReport::parse_h2load(summary, &log).unwrap();
+        assert_eq!(report.requests_per_sec, 150000.50);
+        assert_eq!(report.requests, 449990);
+        assert_eq!(report.errors, 12);
+        assert_eq!(report.p50_ms, 0.5);
+        assert_eq!(report.p99_ms, 0.99);
+        assert!(LoadReport::parse_h2load("garbage", "").is_none());
+    }
 
     #[test]
     fn wrk_output_is_parsed() {

@@ -40,6 +40,13 @@ where
         .await;
 }
 
+/// An accept error (out of descriptors, a connection reset in the
+/// backlog) does not end the server: it says so and waits a little.
+fn accept_failed(error: &std::io::Error) -> std::time::Duration {
+    eprintln!("http-server: accept failed: {error}; retrying");
+    std::time::Duration::from_millis(50)
+}
+
 /// Serves `listener` on `rt` with `async-io` sockets, each connection a
 /// task, until the process is killed.
 pub fn serve_async_io<R: AsyncRuntime>(rt: R, listener: TcpListener) -> std::io::Result<()> {
@@ -47,7 +54,13 @@ pub fn serve_async_io<R: AsyncRuntime>(rt: R, listener: TcpListener) -> std::io:
     rt.block_on(async move {
         let listener = async_io::Async::new(listener)?;
         loop {
-            let (stream, _) = listener.accept().await?;
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => stream,
+                Err(error) => {
+                    async_io::Timer::after(accept_failed(&error)).await;
+                    continue;
+                }
+            };
             spawner.spawn_detached(async move {
                 serve_connection(smol_hyper::rt::FuturesIo::new(stream)).await;
             });
@@ -61,7 +74,13 @@ pub fn serve_bwos(rt: Bwos, listener: TcpListener) -> std::io::Result<()> {
     rt.block_on(async move {
         let listener = bwos::net::TcpListener::from_std(listener)?;
         loop {
-            let (stream, _) = listener.accept().await?;
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => stream,
+                Err(error) => {
+                    bwos::time::sleep(accept_failed(&error)).await;
+                    continue;
+                }
+            };
             bwos::task::spawn(async move {
                 serve_connection(smol_hyper::rt::FuturesIo::new(stream)).await;
             });
@@ -74,9 +93,63 @@ pub fn serve_tokio(rt: Tokio, listener: TcpListener) -> std::io::Result<()> {
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::from_std(listener)?;
         loop {
-            let (stream, _) = listener.accept().await?;
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => stream,
+                Err(error) => {
+                    tokio::time::sleep(accept_failed(&error)).await;
+                    continue;
+                }
+            };
             tokio::spawn(async move {
                 serve_connection(hyper_util::rt::TokioIo::new(stream)).await;
+            });
+        }
+    })
+}
+
+/// Serves `listener` over HTTP/2 (h2c) on bwos: `bwos::net` streams
+/// through `TokioIo` (the `tokio-io` feature), `bwos::hyper`'s executor
+/// and timer.
+pub fn serve_bwos_h2(rt: Bwos, listener: TcpListener) -> std::io::Result<()> {
+    rt.block_on(async move {
+        let listener = bwos::net::TcpListener::from_std(listener)?;
+        loop {
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => stream,
+                Err(error) => {
+                    bwos::time::sleep(accept_failed(&error)).await;
+                    continue;
+                }
+            };
+            bwos::task::spawn(async move {
+                let _ = hyper::server::conn::http2::Builder::new(bwos::hyper::Executor::new())
+                    .timer(bwos::hyper::Timer::new())
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service_fn(handle))
+                    .await;
+            });
+        }
+    })
+}
+
+/// Serves `listener` over HTTP/2 (h2c) on tokio: hyper-util's tokio
+/// executor and timer.
+pub fn serve_tokio_h2(rt: Tokio, listener: TcpListener) -> std::io::Result<()> {
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        loop {
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => stream,
+                Err(error) => {
+                    tokio::time::sleep(accept_failed(&error)).await;
+                    continue;
+                }
+            };
+            tokio::spawn(async move {
+                let _ =
+                    hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+                        .timer(hyper_util::rt::TokioTimer::new())
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service_fn(handle))
+                        .await;
             });
         }
     })

@@ -30,7 +30,7 @@
 //! pool's own workers poll the sockets' readiness and fire the timers (no
 //! reactor or timer thread; wake-ups land in the polling worker's queue).
 //! Closures that block run on separate threads with [`spawn_blocking`].
-//! The `hello_server` example of `bwos-bench` serves HTTP with hyper on
+//! The `http_server` example serves HTTP/1.1 and HTTP/2 with hyper on
 //! `bwos::net`.
 //!
 //! # Panics and cancellation
