@@ -46,6 +46,25 @@ fn fib_box_pin(n: u64) -> Pin<Box<dyn Future<Output = u64> + Send>> {
     })
 }
 
+/// `block_on` polls its future on the calling thread; a fork/join future
+/// awaited there still forks on the pool's workers (its joins' polls move
+/// to a worker), so `pool.block_on(fib(n))` from `main` is parallel.
+#[test]
+fn a_join_awaited_by_block_on_from_a_plain_thread_forks_on_the_workers() {
+    watchdog("join_from_plain_thread", || {
+        let pool = pool(2);
+        let (a, b) = pool.block_on(fork::join(async { bwos::current_thread_index() }, async {
+            bwos::current_thread_index()
+        }));
+        assert!(
+            a.is_some() && b.is_some(),
+            "children polled off the pool: {a:?} {b:?}"
+        );
+        assert_eq!(bwos::current_thread_index(), None);
+        assert_eq!(pool.block_on(fib(20)), 6765);
+    });
+}
+
 #[test]
 fn fib_on_one_two_and_four_threads() {
     watchdog("fib_on_one_two_and_four_threads", || {

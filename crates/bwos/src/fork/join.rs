@@ -7,7 +7,7 @@ use std::task::{Context, Poll, Waker};
 
 use super::child::{Child, ChildSlot};
 use crate::join::{join_in_worker, runs_sequentially};
-use crate::sched::stack::{stack_is_low, with_stack_room};
+use crate::sched::stack::{stack_is_low, with_worker_room};
 use crate::sched::worker::WorkerThread;
 
 /// Runs `fa` and `fb` concurrently, potentially in parallel, and returns
@@ -230,7 +230,7 @@ where
     FA::Output: Send,
     FB::Output: Send,
 {
-    with_stack_room(|worker| match worker {
+    with_worker_room(|worker| match worker {
         Some(worker) => {
             join_in_worker(
                 worker,

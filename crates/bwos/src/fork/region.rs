@@ -42,7 +42,7 @@ use super::boxed::Boxed;
 use super::child::{Child, ChildSlot};
 use super::join::{Fast, poll_sequential_fast};
 use crate::sched::job::{HeapJob, JobRef};
-use crate::sched::stack::with_stack_room;
+use crate::sched::stack::with_worker_room;
 use crate::sched::worker::WorkerThread;
 
 /// `fb`'s step is in a queue.
@@ -369,7 +369,8 @@ where
                 Fast::NotTaken => {}
             }
         }
-        with_stack_room(|worker| this.poll_here(worker, cx.waker()))
+        let waker = cx.waker();
+        with_worker_room(|worker| this.poll_here(worker, waker))
     }
 }
 

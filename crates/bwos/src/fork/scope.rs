@@ -11,7 +11,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use super::boxed::{Boxed, boxed};
 use super::child::Child;
 use crate::join::join_in_worker;
-use crate::sched::stack::with_stack_room;
+use crate::sched::stack::with_worker_room;
 
 /// Runs `body` with a [`Scope`] to spawn children into; the returned future
 /// completes with the body's output once the body and every child spawned
@@ -372,7 +372,7 @@ fn poll_all(children: &mut [(usize, Slot<'_>)]) {
         [(_, slot)] => unsafe { slot.child.poll_once(&slot.waker) },
         _ => {
             let (left, right) = children.split_at_mut(children.len() / 2);
-            with_stack_room(|worker| match worker {
+            with_worker_room(|worker| match worker {
                 Some(worker) => {
                     join_in_worker(worker, || poll_all(left), || poll_all(right));
                 }

@@ -85,15 +85,32 @@ pub(crate) fn grow_stack_outside_pools<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// Runs `f` on the calling thread, on a fresh stack segment if the stack
-/// is low: the worker's one comparison on a worker of a pool,
-/// [`grow_stack_outside_pools`] elsewhere. `f` gets the calling worker.
+/// Runs `f` on a stack with room: on a worker, on a fresh stack segment if
+/// the stack is low (the worker's one comparison); outside the pools,
+/// [`grow_stack_outside_pools`]. For the polls of fork/join futures, which
+/// spread their children over the pool only on a worker: outside every pool, but
+/// inside a `block_on` for a pool (see `context.rs`), `f` runs on a worker
+/// of that pool while the calling thread waits (as `install` runs), so a
+/// fork/join future awaited by `block_on` from a plain thread still forks
+/// in parallel. Elsewhere it runs here, with `None`.
 #[inline]
-pub(crate) fn with_stack_room<R>(f: impl FnOnce(Option<&WorkerThread>) -> R) -> R {
+pub(crate) fn with_worker_room<R: Send>(f: impl FnOnce(Option<&WorkerThread>) -> R + Send) -> R {
     WorkerThread::with_current(|worker| match worker {
         Some(worker) => grow_stack_if_needed(worker, || f(Some(worker))),
-        None => grow_stack_outside_pools(|| f(None)),
+        None => outside_pools(f),
     })
+}
+
+/// [`with_worker_room`] off the pools' threads.
+#[cold]
+#[inline(never)]
+fn outside_pools<R: Send>(f: impl FnOnce(Option<&WorkerThread>) -> R + Send) -> R {
+    match super::context::current() {
+        Some(registry) => {
+            registry.in_worker(|worker| grow_stack_if_needed(worker, || f(Some(worker))))
+        }
+        None => grow_stack_outside_pools(|| f(None)),
+    }
 }
 
 /// The slow path of [`grow_stack_if_needed`]: the limit is reached (or
