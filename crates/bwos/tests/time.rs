@@ -353,3 +353,21 @@ fn a_sleep_polled_with_any_waker_from_a_plain_thread() {
         assert!(start.elapsed() >= Duration::from_millis(5));
     });
 }
+
+#[test]
+fn a_sleep_outlives_its_pool_without_harm() {
+    watchdog("sleep_outlives_pool", || {
+        let pool = pool(1);
+        let mut sleep = Box::pin(pool.install(|| time::sleep(Duration::from_millis(5))));
+        let counter = Arc::new(CountingWaker::default());
+        let waker = Waker::from(Arc::clone(&counter));
+        let mut cx = Context::from_waker(&waker);
+        assert!(sleep.as_mut().poll(&mut cx).is_pending());
+        // The pool goes: nobody fires the timer any more, but the sleep
+        // keeps its wheel alive and ends by the clock when polled.
+        drop(pool);
+        std::thread::sleep(Duration::from_millis(10));
+        assert!(sleep.as_mut().poll(&mut cx).is_ready());
+        drop(sleep);
+    });
+}
