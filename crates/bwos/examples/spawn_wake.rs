@@ -34,7 +34,9 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let sum = pool.block_on(async move {
+    // The root is a task of the pool, so that the spawns, wakes and joins
+    // measured are a worker's (block_on itself polls on this thread).
+    let root = pool.spawn_task(async move {
         let handles: Vec<_> = (0..tasks)
             .map(|i| {
                 bwos::task::spawn(async move {
@@ -53,6 +55,9 @@ fn main() -> ExitCode {
         }
         sum
     });
+    let sum = pool
+        .block_on(root)
+        .expect("the root task of this example neither panics nor is aborted");
     let expected = tasks * tasks.saturating_sub(1) / 2;
     println!("{tasks} tasks x {yields} yields: sum {sum} (expected {expected})");
     if sum == expected {
