@@ -81,6 +81,9 @@ mod sched {
     pub(crate) mod sync;
     pub(crate) mod task;
     pub(crate) mod time;
+    pub(crate) mod blocking {
+        pub(crate) mod queue;
+    }
     pub(crate) mod idle {
         pub(crate) mod balance;
         pub(crate) mod driver_seat;

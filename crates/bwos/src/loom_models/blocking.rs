@@ -1,0 +1,73 @@
+//! loom model: the blocking pool's queue (`sched/blocking/queue.rs`):
+//! every closure pushed is run by a blocking thread or handed back at
+//! shutdown, exactly once, and an idle thread never sleeps through one.
+//! (loom's condition variable never times out: the keep-alive exit is not
+//! explored, the claims between pushers and idle threads are.)
+
+use std::time::Duration;
+
+use loom::sync::Arc;
+use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::thread;
+
+use super::builder;
+use crate::sched::blocking::queue::{BlockingQueue, Pushed};
+
+/// Pushes `items` (bits of a mask) from the main thread into a queue of at
+/// most `max_threads` threads, while the threads run, then shuts the
+/// queue down: each item is run once or returned once.
+fn pushed_items_run_or_return_once(max_threads: usize, items: usize, shut_down_early: bool) {
+    builder(2).check(move || {
+        let queue = Arc::new(BlockingQueue::new(max_threads));
+        let ran = Arc::new(AtomicUsize::new(0));
+        let mut threads = Vec::new();
+        for item in 0..items {
+            match queue.push(1usize << item) {
+                Pushed::Queued => {}
+                Pushed::Refused(_) => panic!("refused before shutdown"),
+                Pushed::StartThread => {
+                    let (queue, ran) = (queue.clone(), ran.clone());
+                    threads.push(thread::spawn(move || {
+                        while let Some(bit) = queue.next(Duration::from_secs(10)) {
+                            let before = ran.fetch_or(bit, Ordering::SeqCst);
+                            assert_eq!(before & bit, 0, "an item ran twice");
+                        }
+                    }));
+                }
+            }
+        }
+        assert!(threads.len() <= max_threads);
+        if !shut_down_early {
+            // Wait until every item ran (a lost claim would hang here and
+            // loom reports the deadlock).
+            while ran.load(Ordering::SeqCst) != (1 << items) - 1 {
+                thread::yield_now();
+            }
+        }
+        let orphans = queue.shut_down();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        let returned = orphans.iter().fold(0, |mask, bit| mask | bit);
+        let ran = ran.load(Ordering::SeqCst);
+        assert_eq!(ran & returned, 0, "an item both ran and came back");
+        assert_eq!(ran | returned, (1 << items) - 1, "an item was lost");
+        assert_eq!(queue.threads(), 0, "a thread did not exit");
+        assert!(matches!(queue.push(1), Pushed::Refused(1)));
+    });
+}
+
+#[test]
+fn blocking_one_thread_runs_every_item() {
+    pushed_items_run_or_return_once(1, 2, false);
+}
+
+#[test]
+fn blocking_two_threads_run_every_item() {
+    pushed_items_run_or_return_once(2, 3, false);
+}
+
+#[test]
+fn blocking_shutdown_returns_what_did_not_run() {
+    pushed_items_run_or_return_once(1, 2, true);
+}

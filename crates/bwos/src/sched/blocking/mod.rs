@@ -1,0 +1,140 @@
+//! The blocking pool: the threads that run `task::spawn_blocking`'s
+//! closures, apart from the workers.
+//!
+//! A closure that blocks (a file read, a DNS lookup, a lock held for long)
+//! would stall a worker and every task queued behind it; here it blocks a
+//! thread of its own. The pool starts threads on demand, up to
+//! `max_blocking_threads` (beyond that, closures queue until a thread is
+//! free), and a thread that has been idle for `blocking_keep_alive` exits.
+//! Blocking threads never run pool work: they take entries only from this
+//! pool's queue.
+//!
+//! The entries are task-cell entries (`Notified`): a blocking closure is a
+//! task whose future runs the closure in its one poll, so its
+//! `JoinHandle`, its `JoinError` on a panic and its abort before it starts
+//! are the task cell's.
+//!
+//! Where a closure goes and how threads wait and exit: `queue.rs`.
+//!
+//! # Shutdown
+//! When the pool's last worker stops, [`BlockingPool::shut_down`] cancels
+//! the entries that have not started (their handles report cancellation)
+//! and tells idle threads to exit; closures already running finish on
+//! their threads, which then exit. Nobody waits for them: dropping a pool
+//! does not block on a closure that may never return.
+
+pub(crate) mod queue;
+
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::Duration;
+
+use super::context;
+use super::registry::Registry;
+use super::task::raw::Notified;
+use queue::{BlockingQueue, Pushed};
+
+/// The default of `ThreadPoolBuilder::max_blocking_threads` (tokio's).
+pub(crate) const DEFAULT_MAX_BLOCKING_THREADS: usize = 512;
+
+/// The default of `ThreadPoolBuilder::blocking_keep_alive` (tokio's).
+pub(crate) const DEFAULT_BLOCKING_KEEP_ALIVE: Duration = Duration::from_secs(10);
+
+/// A pool's blocking threads and their queue.
+pub(crate) struct BlockingPool {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    queue: BlockingQueue<Notified>,
+    keep_alive: Duration,
+    /// The pool the threads belong to: what `Registry::with_current` means
+    /// while they run a closure. Set once the registry exists; weak,
+    /// because the registry owns this pool.
+    registry: OnceLock<Weak<Registry>>,
+    /// Numbers the threads' names.
+    next_thread: std::sync::atomic::AtomicUsize,
+}
+
+impl BlockingPool {
+    pub(crate) fn new(max_threads: usize, keep_alive: Duration) -> Self {
+        BlockingPool {
+            shared: Arc::new(Shared {
+                queue: BlockingQueue::new(max_threads),
+                keep_alive,
+                registry: OnceLock::new(),
+                next_thread: std::sync::atomic::AtomicUsize::new(0),
+            }),
+        }
+    }
+
+    /// Tells the pool which registry owns it (once, after the registry is
+    /// built).
+    pub(crate) fn set_registry(&self, registry: Weak<Registry>) {
+        let _ = self.shared.registry.set(registry);
+    }
+
+    /// Queues `task` for a blocking thread: an idle one, a new one if
+    /// fewer than the maximum run, else the next one to finish. After
+    /// shutdown, or if no thread runs and the OS refuses to start one, the
+    /// task is cancelled (its handle reports it), never lost.
+    pub(crate) fn push(&self, task: Notified) {
+        match self.shared.queue.push(task) {
+            Pushed::Queued => {}
+            Pushed::Refused(task) => task.cancel(),
+            Pushed::StartThread => {
+                // Relaxed: only numbers the names.
+                let number = self
+                    .shared
+                    .next_thread
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let shared = Arc::clone(&self.shared);
+                let started = std::thread::Builder::new()
+                    .name(format!("bwos-blocking-{number}"))
+                    .spawn(move || shared.run());
+                if started.is_err() {
+                    // Nobody will take them if no thread is left: cancel
+                    // rather than lose them.
+                    let orphans = self.shared.queue.start_failed();
+                    orphans.into_iter().for_each(Notified::cancel);
+                }
+            }
+        }
+    }
+
+    /// Cancels the entries not started yet and lets the threads exit once
+    /// they are done (see "Shutdown").
+    pub(crate) fn shut_down(&self) {
+        let orphans = self.shared.queue.shut_down();
+        orphans.into_iter().for_each(Notified::cancel);
+    }
+
+    /// Blocking threads alive now.
+    #[cfg(test)]
+    pub(crate) fn threads(&self) -> usize {
+        self.shared.queue.threads()
+    }
+}
+
+impl Shared {
+    /// A blocking thread's body: run entries until idle for `keep_alive`
+    /// or shut down.
+    fn run(self: Arc<Self>) {
+        while let Some(task) = self.queue.next(self.keep_alive) {
+            // Panics are caught by the task cell (the handle gets a
+            // `JoinError`), so the thread survives its closures. The
+            // closure's tasks, timers and joins go to this pool.
+            match self.registry.get().and_then(Weak::upgrade) {
+                Some(registry) => context::enter(&registry, || task.run()),
+                None => task.run(),
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for BlockingPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlockingPool")
+            .field("threads", &self.shared.queue.threads())
+            .finish()
+    }
+}
