@@ -2,10 +2,12 @@
 //! on bwos, tokio and smol, the same service code, loaded on loopback by
 //! wrk (or, where wrk is not installed, the built-in client of
 //! [`client`]) with 50, 200 and 1000 connections for a fixed time per
-//! point. With `--protocol h2`: the same service over HTTP/2 (h2c) on
+//! point. With `--workload h2`: the same service over HTTP/2 (h2c) on
 //! bwos and tokio (hyper's executor and timer of each: `bwos::hyper` and
 //! hyper-util's tokio ones), loaded by `h2load` with 50, 200 and 1000
-//! concurrent streams (10 connections, streams / 10 each).
+//! concurrent streams (10 connections, streams / 10 each). With
+//! `--workload axum`: an axum router over HTTP/1.1, on bwos through
+//! hyper-util's `TowerToHyperService`, on tokio with `axum::serve`.
 //!
 //! Each server runs in a process of its own (`bwos-bench http-server`),
 //! started afresh per point and runtime, in rotating order. Reported:
@@ -68,29 +70,35 @@ impl LoadGenerator {
     }
 }
 
-/// HTTP/1.1 (wrk or the built-in client) or HTTP/2 (h2c, h2load).
+/// What the servers serve and how they are loaded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Protocol {
-    /// HTTP/1.1: bwos, tokio and smol; `--connections` are connections.
+pub enum Workload {
+    /// hyper HTTP/1.1 hello world: bwos, tokio and smol; `--connections`
+    /// are connections (wrk or the built-in client).
     H1,
-    /// HTTP/2 without TLS (prior knowledge): bwos and tokio, loaded by
-    /// h2load; `--connections` are concurrent streams.
+    /// hyper HTTP/2 without TLS (prior knowledge): bwos and tokio, loaded
+    /// by h2load; `--connections` are concurrent streams.
     H2,
+    /// An axum `Router` (`GET /`) over HTTP/1.1: on bwos through
+    /// hyper-util's `TowerToHyperService` (the `axum_server` example's
+    /// way), on tokio with `axum::serve`; wrk.
+    Axum,
 }
 
-impl Protocol {
+impl Workload {
     fn runtimes(self) -> &'static [&'static str] {
         match self {
-            Protocol::H1 => &RUNTIMES,
-            Protocol::H2 => &RUNTIMES[..2],
+            Workload::H1 => &RUNTIMES,
+            Workload::H2 | Workload::Axum => &RUNTIMES[..2],
         }
     }
 
     fn arg(self) -> &'static str {
         match self {
-            Protocol::H1 => "h1",
-            Protocol::H2 => "h2",
+            Workload::H1 => "h1",
+            Workload::H2 => "h2",
+            Workload::Axum => "axum",
         }
     }
 }
@@ -129,9 +137,10 @@ pub struct HttpArgs {
     /// h2load).
     #[arg(long, value_enum, default_value_t = LoadGenerator::Auto)]
     pub load_generator: LoadGenerator,
-    /// HTTP/1.1, or HTTP/2 (h2c) loaded by h2load.
-    #[arg(long, value_enum, default_value_t = Protocol::H1)]
-    pub protocol: Protocol,
+    /// hyper HTTP/1.1, hyper HTTP/2 (h2c, loaded by h2load), or an axum
+    /// router over HTTP/1.1.
+    #[arg(long, value_enum, default_value_t = Workload::H1)]
+    pub workload: Workload,
 }
 
 impl HttpArgs {
@@ -150,7 +159,7 @@ impl HttpArgs {
             connections: vec![200, 1000],
             seconds: 2,
             load_generator: LoadGenerator::Auto,
-            protocol: Protocol::H1,
+            workload: Workload::H1,
         }
     }
 }
@@ -162,7 +171,7 @@ pub struct Experiment {
     /// Serialized as its description (`wrk -t1`, ..).
     #[serde(serialize_with = "describe")]
     pub load_generator: LoadGenerator,
-    pub protocol: Protocol,
+    pub workload: Workload,
     pub samples: Vec<Sample>,
 }
 
@@ -193,18 +202,19 @@ const RUNTIMES: [&str; 3] = [Bwos::NAME, Tokio::NAME, Smol::NAME];
 /// Runs the experiment; an error if the asked-for load generator is
 /// missing or a server fails.
 pub fn run(args: &HttpArgs) -> std::io::Result<Experiment> {
-    let load_generator = match args.protocol {
-        Protocol::H1 => args.load_generator.resolve()?,
-        Protocol::H2 => {
+    let load_generator = match args.workload {
+        Workload::H1 => args.load_generator.resolve()?,
+        Workload::Axum => LoadGenerator::Wrk.resolve()?,
+        Workload::H2 => {
             if Command::new("h2load").arg("--version").output().is_err() {
                 return Err(std::io::Error::other(
-                    "--protocol h2: h2load is not installed (Debian: apt-get install nghttp2-client)",
+                    "--workload h2: h2load is not installed (Debian: apt-get install nghttp2-client)",
                 ));
             }
             LoadGenerator::Wrk
         }
     };
-    let runtimes = args.protocol.runtimes();
+    let runtimes = args.workload.runtimes();
     let repetitions = args.run.repetitions(REPETITIONS, 1);
     let (connections, seconds) = if args.run.quick {
         (vec![50], 1)
@@ -223,7 +233,7 @@ pub fn run(args: &HttpArgs) -> std::io::Result<Experiment> {
                     seconds,
                     repetition,
                     load_generator,
-                    protocol: args.protocol,
+                    workload: args.workload,
                 };
                 let sample = measure(&point)?;
                 eprintln!(
@@ -236,7 +246,7 @@ pub fn run(args: &HttpArgs) -> std::io::Result<Experiment> {
     }
     Ok(Experiment {
         load_generator,
-        protocol: args.protocol,
+        workload: args.workload,
         samples,
     })
 }
@@ -249,7 +259,7 @@ struct Point {
     seconds: u32,
     repetition: u32,
     load_generator: LoadGenerator,
-    protocol: Protocol,
+    workload: Workload,
 }
 
 /// A server process, killed when dropped.
@@ -270,7 +280,7 @@ fn measure(point: &Point) -> std::io::Result<Sample> {
         seconds,
         repetition,
         load_generator,
-        protocol,
+        workload,
     } = *point;
     let mut child = ServerProcess(
         Command::new(std::env::current_exe()?)
@@ -280,8 +290,8 @@ fn measure(point: &Point) -> std::io::Result<Sample> {
                 runtime,
                 "--threads",
                 &threads.to_string(),
-                "--protocol",
-                protocol.arg(),
+                "--workload",
+                workload.arg(),
             ])
             .stdout(Stdio::piped())
             .spawn()?,
@@ -296,7 +306,7 @@ fn measure(point: &Point) -> std::io::Result<Sample> {
     // Let the server's workers fall asleep before the load starts.
     std::thread::sleep(Duration::from_millis(100));
     let cpu_before = cpu_ticks(child.0.id())?;
-    let parsed = if protocol == Protocol::H2 {
+    let parsed = if workload == Workload::H2 {
         h2load(port, connections, seconds)?
     } else if load_generator == LoadGenerator::Builtin {
         let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
@@ -493,13 +503,18 @@ fn millis(value: &str) -> Option<f64> {
 /// throughput, latency and CPU per request, and each peer's paired ratio.
 pub fn tables(experiment: &Experiment) -> String {
     let samples = &experiment.samples;
-    let (title, load, unit) = match experiment.protocol {
-        Protocol::H1 => (
+    let (title, load, unit) = match experiment.workload {
+        Workload::H1 => (
             "HTTP/1.1",
             experiment.load_generator.describe(),
             "connections",
         ),
-        Protocol::H2 => (
+        Workload::Axum => (
+            "HTTP/1.1, an axum Router",
+            experiment.load_generator.describe(),
+            "connections",
+        ),
+        Workload::H2 => (
             "HTTP/2 (h2c)",
             "h2load -t1 (10 connections, streams / 10 concurrent streams each)",
             "streams",
@@ -523,7 +538,7 @@ pub fn tables(experiment: &Experiment) -> String {
             picked.iter().map(|s| pick(s)).collect()
         };
         let bwos_rps = of(Bwos::NAME, |s| s.requests_per_sec);
-        for &runtime in experiment.protocol.runtimes() {
+        for &runtime in experiment.workload.runtimes() {
             let cell = |values: Vec<f64>, digits: usize| match Summary::of(&values) {
                 Some(s) => format!(
                     "{:.digits$} ({:.digits$}-{:.digits$})",
@@ -566,9 +581,9 @@ pub struct ServerArgs {
     /// Worker threads.
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
-    /// HTTP/1.1 or HTTP/2 (h2c).
-    #[arg(long, value_enum, default_value_t = Protocol::H1)]
-    pub protocol: Protocol,
+    /// What to serve.
+    #[arg(long, value_enum, default_value_t = Workload::H1)]
+    pub workload: Workload,
 }
 
 /// Serves on a free loopback port (printed as `PORT <n>`) until killed.
@@ -576,14 +591,16 @@ pub fn serve(args: &ServerArgs) -> std::io::Result<()> {
     let listener = TcpListener::bind("127.0.0.1:0")?;
     listener.set_nonblocking(true)?;
     println!("PORT {}", listener.local_addr()?.port());
-    match (args.runtime.as_str(), args.protocol) {
-        ("bwos", Protocol::H1) => server::serve_bwos(Bwos::start(args.threads), listener),
-        ("smol", Protocol::H1) => server::serve_async_io(Smol::start(args.threads), listener),
-        ("tokio", Protocol::H1) => server::serve_tokio(Tokio::start(args.threads), listener),
-        ("bwos", Protocol::H2) => server::serve_bwos_h2(Bwos::start(args.threads), listener),
-        ("tokio", Protocol::H2) => server::serve_tokio_h2(Tokio::start(args.threads), listener),
-        ("smol", Protocol::H2) => Err(std::io::Error::other(
-            "the HTTP/2 benchmark runs bwos and tokio only",
+    match (args.runtime.as_str(), args.workload) {
+        ("bwos", Workload::H1) => server::serve_bwos(Bwos::start(args.threads), listener),
+        ("smol", Workload::H1) => server::serve_async_io(Smol::start(args.threads), listener),
+        ("tokio", Workload::H1) => server::serve_tokio(Tokio::start(args.threads), listener),
+        ("bwos", Workload::H2) => server::serve_bwos_h2(Bwos::start(args.threads), listener),
+        ("tokio", Workload::H2) => server::serve_tokio_h2(Tokio::start(args.threads), listener),
+        ("bwos", Workload::Axum) => server::serve_bwos_axum(Bwos::start(args.threads), listener),
+        ("tokio", Workload::Axum) => server::serve_tokio_axum(Tokio::start(args.threads), listener),
+        ("smol", Workload::H2 | Workload::Axum) => Err(std::io::Error::other(
+            "the HTTP/2 and axum benchmarks run bwos and tokio only",
         )),
         other => Err(std::io::Error::other(format!(
             "unknown runtime {other:?} (expected bwos, tokio or smol)"

@@ -154,3 +154,41 @@ pub fn serve_tokio_h2(rt: Tokio, listener: TcpListener) -> std::io::Result<()> {
         }
     })
 }
+
+/// The axum router of both axum servers: `GET /` says hello.
+fn axum_router() -> axum::Router {
+    axum::Router::new().route("/", axum::routing::get(|| async { "Hello, world!\n" }))
+}
+
+/// Serves an axum router on bwos as the `axum_server` example does: the
+/// router through hyper-util's `TowerToHyperService`, HTTP/1.1 over
+/// `bwos::net` streams (`TokioIo`).
+pub fn serve_bwos_axum(rt: Bwos, listener: TcpListener) -> std::io::Result<()> {
+    let service = hyper_util::service::TowerToHyperService::new(axum_router());
+    rt.block_on(async move {
+        let listener = bwos::net::TcpListener::from_std(listener)?;
+        loop {
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => stream,
+                Err(error) => {
+                    bwos::time::sleep(accept_failed(&error)).await;
+                    continue;
+                }
+            };
+            let service = service.clone();
+            bwos::task::spawn(async move {
+                let _ = http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    })
+}
+
+/// Serves the same router on tokio the way tokio users do: `axum::serve`.
+pub fn serve_tokio_axum(rt: Tokio, listener: TcpListener) -> std::io::Result<()> {
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        axum::serve(listener, axum_router()).await
+    })
+}
