@@ -68,8 +68,9 @@ pub fn serve_async_io<R: AsyncRuntime>(rt: R, listener: TcpListener) -> std::io:
     })
 }
 
-/// Serves `listener` on bwos with `bwos::net` sockets, each connection a
-/// task, until the process is killed.
+/// Serves `listener` on bwos with `bwos::net` sockets (through `TokioIo`,
+/// the `tokio-io` feature: reads go into hyper's buffer unzeroed), each
+/// connection a task, until the process is killed.
 pub fn serve_bwos(rt: Bwos, listener: TcpListener) -> std::io::Result<()> {
     rt.block_on(async move {
         let listener = bwos::net::TcpListener::from_std(listener)?;
@@ -82,7 +83,7 @@ pub fn serve_bwos(rt: Bwos, listener: TcpListener) -> std::io::Result<()> {
                 }
             };
             bwos::task::spawn(async move {
-                serve_connection(smol_hyper::rt::FuturesIo::new(stream)).await;
+                serve_connection(hyper_util::rt::TokioIo::new(stream)).await;
             });
         }
     })
