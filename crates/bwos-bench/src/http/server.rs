@@ -4,6 +4,7 @@
 //! reactor thread), tokio's own for tokio (driven by its workers).
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::TcpListener;
 
 use bytes::Bytes;
@@ -68,43 +69,55 @@ pub fn serve_async_io<R: AsyncRuntime>(rt: R, listener: TcpListener) -> std::io:
     })
 }
 
+/// Accepts on `listener` with `bwos::net` sockets until the process is
+/// killed, each connection a task that `serve` makes; an accept error
+/// backs off (see [`accept_failed`]).
+fn bwos_accept_loop<F, Fut>(rt: Bwos, listener: TcpListener, serve: F) -> std::io::Result<()>
+where
+    F: Fn(bwos::net::TcpStream) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    rt.block_on(async move {
+        let listener = bwos::net::TcpListener::from_std(listener)?;
+        loop {
+            match listener.accept().await {
+                Ok((stream, _)) => drop(bwos::task::spawn(serve(stream))),
+                Err(error) => bwos::time::sleep(accept_failed(&error)).await,
+            }
+        }
+    })
+}
+
+/// [`bwos_accept_loop`] on tokio with tokio's sockets.
+fn tokio_accept_loop<F, Fut>(rt: Tokio, listener: TcpListener, serve: F) -> std::io::Result<()>
+where
+    F: Fn(tokio::net::TcpStream) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        loop {
+            match listener.accept().await {
+                Ok((stream, _)) => drop(tokio::spawn(serve(stream))),
+                Err(error) => tokio::time::sleep(accept_failed(&error)).await,
+            }
+        }
+    })
+}
+
 /// Serves `listener` on bwos with `bwos::net` sockets (through `TokioIo`,
 /// the `tokio-io` feature: reads go into hyper's buffer unzeroed), each
 /// connection a task, until the process is killed.
 pub fn serve_bwos(rt: Bwos, listener: TcpListener) -> std::io::Result<()> {
-    rt.block_on(async move {
-        let listener = bwos::net::TcpListener::from_std(listener)?;
-        loop {
-            let stream = match listener.accept().await {
-                Ok((stream, _)) => stream,
-                Err(error) => {
-                    bwos::time::sleep(accept_failed(&error)).await;
-                    continue;
-                }
-            };
-            bwos::task::spawn(async move {
-                serve_connection(hyper_util::rt::TokioIo::new(stream)).await;
-            });
-        }
+    bwos_accept_loop(rt, listener, |stream| {
+        serve_connection(hyper_util::rt::TokioIo::new(stream))
     })
 }
 
 /// Serves `listener` on tokio with tokio's sockets.
 pub fn serve_tokio(rt: Tokio, listener: TcpListener) -> std::io::Result<()> {
-    rt.block_on(async move {
-        let listener = tokio::net::TcpListener::from_std(listener)?;
-        loop {
-            let stream = match listener.accept().await {
-                Ok((stream, _)) => stream,
-                Err(error) => {
-                    tokio::time::sleep(accept_failed(&error)).await;
-                    continue;
-                }
-            };
-            tokio::spawn(async move {
-                serve_connection(hyper_util::rt::TokioIo::new(stream)).await;
-            });
-        }
+    tokio_accept_loop(rt, listener, |stream| {
+        serve_connection(hyper_util::rt::TokioIo::new(stream))
     })
 }
 
@@ -112,47 +125,22 @@ pub fn serve_tokio(rt: Tokio, listener: TcpListener) -> std::io::Result<()> {
 /// through `TokioIo` (the `tokio-io` feature), `bwos::hyper`'s executor
 /// and timer.
 pub fn serve_bwos_h2(rt: Bwos, listener: TcpListener) -> std::io::Result<()> {
-    rt.block_on(async move {
-        let listener = bwos::net::TcpListener::from_std(listener)?;
-        loop {
-            let stream = match listener.accept().await {
-                Ok((stream, _)) => stream,
-                Err(error) => {
-                    bwos::time::sleep(accept_failed(&error)).await;
-                    continue;
-                }
-            };
-            bwos::task::spawn(async move {
-                let _ = hyper::server::conn::http2::Builder::new(bwos::hyper::Executor::new())
-                    .timer(bwos::hyper::Timer::new())
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service_fn(handle))
-                    .await;
-            });
-        }
+    bwos_accept_loop(rt, listener, |stream| async move {
+        let _ = hyper::server::conn::http2::Builder::new(bwos::hyper::Executor::new())
+            .timer(bwos::hyper::Timer::new())
+            .serve_connection(hyper_util::rt::TokioIo::new(stream), service_fn(handle))
+            .await;
     })
 }
 
 /// Serves `listener` over HTTP/2 (h2c) on tokio: hyper-util's tokio
 /// executor and timer.
 pub fn serve_tokio_h2(rt: Tokio, listener: TcpListener) -> std::io::Result<()> {
-    rt.block_on(async move {
-        let listener = tokio::net::TcpListener::from_std(listener)?;
-        loop {
-            let stream = match listener.accept().await {
-                Ok((stream, _)) => stream,
-                Err(error) => {
-                    tokio::time::sleep(accept_failed(&error)).await;
-                    continue;
-                }
-            };
-            tokio::spawn(async move {
-                let _ =
-                    hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
-                        .timer(hyper_util::rt::TokioTimer::new())
-                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service_fn(handle))
-                        .await;
-            });
-        }
+    tokio_accept_loop(rt, listener, |stream| async move {
+        let _ = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+            .timer(hyper_util::rt::TokioTimer::new())
+            .serve_connection(hyper_util::rt::TokioIo::new(stream), service_fn(handle))
+            .await;
     })
 }
 
@@ -166,22 +154,12 @@ fn axum_router() -> axum::Router {
 /// `bwos::net` streams (`TokioIo`).
 pub fn serve_bwos_axum(rt: Bwos, listener: TcpListener) -> std::io::Result<()> {
     let service = hyper_util::service::TowerToHyperService::new(axum_router());
-    rt.block_on(async move {
-        let listener = bwos::net::TcpListener::from_std(listener)?;
-        loop {
-            let stream = match listener.accept().await {
-                Ok((stream, _)) => stream,
-                Err(error) => {
-                    bwos::time::sleep(accept_failed(&error)).await;
-                    continue;
-                }
-            };
-            let service = service.clone();
-            bwos::task::spawn(async move {
-                let _ = http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                    .await;
-            });
+    bwos_accept_loop(rt, listener, move |stream| {
+        let service = service.clone();
+        async move {
+            let _ = http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                .await;
         }
     })
 }
