@@ -364,12 +364,14 @@ impl<T> std::fmt::Debug for Boxed<'_, T> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    fn poll_ready<F: Future + Unpin>(mut future: F) -> F::Output {
+    /// Polls `future` once with a no-op waker; it must be ready (the frame
+    /// cache's tests use it too).
+    pub(in crate::fork) fn poll_ready<F: Future + Unpin>(mut future: F) -> F::Output {
         let mut cx = Context::from_waker(std::task::Waker::noop());
         match Pin::new(&mut future).poll(&mut cx) {
             Poll::Ready(value) => value,

@@ -453,18 +453,11 @@ fn allocate_global(layout: Layout) -> NonNull<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fork::boxed::tests::poll_ready;
     use crate::fork::{Boxed, boxed};
     use std::future::Future;
     use std::pin::Pin;
     use std::task::{Context, Poll};
-
-    fn poll_ready<F: Future + Unpin>(mut future: F) -> F::Output {
-        let mut cx = Context::from_waker(std::task::Waker::noop());
-        match Pin::new(&mut future).poll(&mut cx) {
-            Poll::Ready(value) => value,
-            Poll::Pending => panic!("the future was not ready"),
-        }
-    }
 
     #[test]
     fn frames_are_reused_within_a_class() {
