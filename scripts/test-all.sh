@@ -17,14 +17,18 @@ cargo test --manifest-path crates/rayon-core/Cargo.toml
 ./scripts/rayon-suite.sh
 
 echo "== loom models of the BWoS protocol (bounded preemptions, a few minutes)"
-# A separate target directory keeps the --cfg loom build from invalidating
+# A separate target directory keeps the --cfg bwos_loom build from invalidating
 # the normal one.
-RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+RUSTFLAGS="--cfg bwos_loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p bwos-queue --release --test loom_models -- --test-threads 1
 
-echo "== loom models of the runtime: latch, Nowa scope counter, sleep, task state, work list (seconds)"
-RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+echo "== loom models of the runtime: latch, Nowa scope counter, sleep, task state, work list, timers, blocking queue (seconds)"
+RUSTFLAGS="--cfg bwos_loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p bwos --release --lib -- --test-threads 1
+
+echo "== a user's crate that runs its own loom models (RUSTFLAGS=\"--cfg loom\", loom's switch) keeps bwos's whole API"
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/downstream-loom \
+    cargo test --manifest-path tests/downstream-loom/Cargo.toml
 
 echo "== Miri: the queue's non-loom tests, the async task allocation's, fork's frames and cancellation, the work list's item storage"
 if ! cargo +nightly miri --version >/dev/null 2>&1; then

@@ -2,7 +2,7 @@
 //! hyper client, also on bwos), over loopback sockets from `bwos::net`
 //! (driven by the pool's workers).
 
-#![cfg(not(loom))]
+#![cfg(not(bwos_loom))]
 
 use std::convert::Infallible;
 use std::net::SocketAddr;

@@ -75,7 +75,7 @@
 //! The protocol is model-checked with [loom](https://docs.rs/loom) on the
 //! paper's verification client (its Figure 9) and on batch steals and a
 //! stalled thief across a wrap-around: run the tests with
-//! `RUSTFLAGS="--cfg loom"`. The single-threaded tests also run under Miri.
+//! `RUSTFLAGS="--cfg bwos_loom"`. The single-threaded tests also run under Miri.
 
 #![warn(missing_docs)]
 

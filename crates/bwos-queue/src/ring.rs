@@ -14,7 +14,7 @@ use crate::block::{Block, Positions, Slot, read_slot};
 use crate::config::Config;
 use crate::packed::round_after;
 use crate::steal::Steal;
-#[cfg(loom)]
+#[cfg(bwos_loom)]
 use crate::sync::UnsafeCell;
 use crate::sync::{AtomicUsize, Ordering};
 
@@ -245,7 +245,7 @@ impl<T, F: Flavor> Ring<T, F> {
 
 /// `count` empty entries, allocated without writing to them (in debug
 /// builds too), so that their pages become resident only when used.
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 fn unused_slots<T>(count: usize) -> Box<[Slot<T>]> {
     let slots: Box<[MaybeUninit<Slot<T>>]> = Box::new_uninit_slice(count);
     // SAFETY: a `Slot<T>` is an `UnsafeCell<MaybeUninit<T>>`, for which any
@@ -255,7 +255,7 @@ fn unused_slots<T>(count: usize) -> Box<[Slot<T>]> {
 
 /// `count` empty entries: loom's cells carry state of their own, which
 /// must be built.
-#[cfg(loom)]
+#[cfg(bwos_loom)]
 fn unused_slots<T>(count: usize) -> Box<[Slot<T>]> {
     (0..count)
         .map(|_| UnsafeCell::new(MaybeUninit::uninit()))

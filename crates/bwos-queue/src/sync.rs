@@ -1,20 +1,20 @@
 //! The synchronisation primitives the queue is built from, swapped for loom's
-//! model-checked versions when compiled with `--cfg loom`.
+//! model-checked versions when compiled with `--cfg bwos_loom`.
 //!
 //! Everything concurrent in the crate goes through this module, so a loom
 //! build checks every atomic access and every slot access of the real code,
 //! not of a copy.
 
-#[cfg(loom)]
+#[cfg(bwos_loom)]
 pub(crate) use loom::cell::UnsafeCell;
-#[cfg(loom)]
+#[cfg(bwos_loom)]
 pub(crate) use loom::sync::Arc;
-#[cfg(loom)]
+#[cfg(bwos_loom)]
 pub(crate) use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 pub(crate) use std::sync::Arc;
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 pub(crate) use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// `std::cell::UnsafeCell` with the closure-based access API of
@@ -22,11 +22,11 @@ pub(crate) use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 /// It has no constructor: the queue's only cells are its entries, which
 /// are allocated uninitialised (any bytes are a valid cell of a
 /// `MaybeUninit`; see `ring::unused_slots`).
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 #[derive(Debug)]
 pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
 
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 impl<T> UnsafeCell<T> {
     /// Runs `f` with a shared raw pointer to the contents.
     #[inline(always)]
@@ -60,13 +60,13 @@ pub(crate) trait OwnedLoad {
 impl OwnedLoad for AtomicU64 {
     #[inline(always)]
     unsafe fn load_owned(&self) -> u64 {
-        #[cfg(loom)]
+        #[cfg(bwos_loom)]
         {
             // SAFETY: forwarded from the caller: only this thread stores
             // the word, and loom verifies no store is concurrent with it.
             unsafe { self.unsync_load() }
         }
-        #[cfg(not(loom))]
+        #[cfg(not(bwos_loom))]
         {
             self.load(Ordering::Relaxed)
         }

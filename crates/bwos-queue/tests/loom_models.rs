@@ -1,5 +1,5 @@
 //! loom models of the BWoS protocol, run with
-//! `RUSTFLAGS="--cfg loom" cargo test -p bwos-queue --release --test loom_models`.
+//! `RUSTFLAGS="--cfg bwos_loom" cargo test -p bwos-queue --release --test loom_models`.
 //!
 //! The client is the paper's verification client (Figure 9): two blocks of
 //! two entries, an owner doing three rounds of puts and gets (3/2, 4/3,
@@ -10,7 +10,7 @@
 //! (with a bounded number of preemptions, `LOOM_MAX_PREEMPTIONS`, default
 //! below) and checks every slot access for data races and every atomic
 //! access under the C11 memory model.
-#![cfg(loom)]
+#![cfg(bwos_loom)]
 
 use loom::thread;
 

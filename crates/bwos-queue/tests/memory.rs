@@ -3,7 +3,7 @@
 //!
 //! Resident memory is read from `/proc/self/status` (Linux). This file
 //! holds one test, so no other test of the process allocates meanwhile.
-#![cfg(all(target_os = "linux", not(loom), not(miri)))]
+#![cfg(all(target_os = "linux", not(bwos_loom), not(miri)))]
 
 use bwos_queue::{Config, fifo, lifo};
 

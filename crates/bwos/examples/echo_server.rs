@@ -10,13 +10,13 @@
 //! survives accept errors: out of file descriptors, it waits a little and
 //! accepts again instead of exiting or spinning.
 
-#![cfg_attr(loom, allow(dead_code, unused))]
+#![cfg_attr(bwos_loom, allow(dead_code, unused))]
 
 /// A loom build of the crate has no runtime.
-#[cfg(loom)]
+#[cfg(bwos_loom)]
 fn main() {}
 
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 fn main() -> std::process::ExitCode {
     use std::process::ExitCode;
 
@@ -32,7 +32,7 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 async fn serve(address: &str) -> std::io::Result<()> {
     use std::time::Duration;
 

@@ -8,9 +8,9 @@
 //!
 //! Arguments: threads (default 1) and n (default 30).
 
-#![cfg_attr(loom, allow(dead_code, unused))]
+#![cfg_attr(bwos_loom, allow(dead_code, unused))]
 
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 fn fib(n: u64) -> u64 {
     if n < 2 {
         return n;
@@ -27,10 +27,10 @@ fn fib_serial(n: u64) -> u64 {
 }
 
 /// A loom build of the crate has no runtime.
-#[cfg(loom)]
+#[cfg(bwos_loom)]
 fn main() {}
 
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let threads: usize = args.next().map_or(Ok(1), |a| a.parse())?;

@@ -10,15 +10,15 @@
 //!
 //! Prints the sum of the tasks' outputs, which the run checks.
 
-#![cfg_attr(loom, allow(dead_code, unused))]
+#![cfg_attr(bwos_loom, allow(dead_code, unused))]
 
 use std::process::ExitCode;
 
 /// A loom build of the crate has no runtime.
-#[cfg(loom)]
+#[cfg(bwos_loom)]
 fn main() {}
 
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let (Some(tasks), Some(yields)) = (

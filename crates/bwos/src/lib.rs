@@ -64,18 +64,18 @@
 //! The latch protocol, the Nowa scope counter, the sleep protocol, BWS's
 //! watchdog hand-off and credit wake-ups, the async task state word,
 //! `fork::join`'s suspension and resumption and a fork region's boundary
-//! are model-checked with loom: `RUSTFLAGS="--cfg loom" cargo test -p bwos
+//! are model-checked with loom: `RUSTFLAGS="--cfg bwos_loom" cargo test -p bwos
 //! --release --lib` (a loom build compiles only these protocol cores and
 //! their models, `src/loom_models/`, one file per protocol).
 
 #![warn(missing_docs)]
 // A loom build holds only the protocol cores, used by the loom models alone.
-#![cfg_attr(loom, allow(dead_code))]
+#![cfg_attr(bwos_loom, allow(dead_code))]
 
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 mod sched;
 // A loom build compiles only the protocol cores, at their usual paths.
-#[cfg(loom)]
+#[cfg(bwos_loom)]
 mod sched {
     pub(crate) mod latch;
     pub(crate) mod sync;
@@ -91,15 +91,15 @@ mod sched {
     }
 }
 
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 pub mod fork;
-#[cfg(loom)]
+#[cfg(bwos_loom)]
 mod fork {
     pub(crate) mod boundary;
 }
 /// The sockets' old home: [`net`] has them now, with `bind` and `connect`
 /// as tokio's (async, taking any [`net::ToSocketAddrs`]).
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 #[deprecated(since = "0.1.0", note = "use `bwos::net`")]
 pub mod io {
     #[deprecated(since = "0.1.0", note = "use `bwos::net::TcpListener`")]
@@ -107,70 +107,70 @@ pub mod io {
     #[deprecated(since = "0.1.0", note = "use `bwos::net::TcpStream`")]
     pub use crate::net::TcpStream;
 }
-#[cfg(all(feature = "hyper", not(loom)))]
+#[cfg(all(feature = "hyper", not(bwos_loom)))]
 pub mod hyper;
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 mod join;
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 pub mod net;
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 mod scope;
-#[cfg(loom)]
+#[cfg(bwos_loom)]
 mod scope {
     pub(crate) mod counter;
 }
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 pub mod task;
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 pub mod time;
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 pub mod worklist;
-#[cfg(loom)]
+#[cfg(bwos_loom)]
 mod worklist {
     pub(crate) mod spill;
 }
 
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 pub use join::{FnContext, join, join_context};
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 pub use sched::builder::{MAX_THREADS, NUM_THREADS_ENV, RAYON_NUM_THREADS_ENV, ThreadPoolBuilder};
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 pub use sched::current::{
     Yield, current_num_threads, current_thread_has_pending_tasks, current_thread_index,
     max_num_threads, yield_local, yield_now,
 };
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 pub use sched::error::ThreadPoolBuildError;
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 pub use sched::idle::{DEFAULT_SLEEP_THRESHOLD, IdlePolicy};
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 pub use sched::pool::ThreadPool;
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 pub use sched::start::ThreadBuilder;
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 pub use sched::stats::PoolStats;
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 pub use sched::steal::{StealBatch, StealPolicy};
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 pub use scope::broadcast::{BroadcastContext, broadcast, spawn_broadcast};
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 pub use scope::spawn::{spawn, spawn_fifo};
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 pub use scope::{Scope, ScopeFifo, in_place_scope, in_place_scope_fifo, scope, scope_fifo};
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 pub use task::block_on::block_on;
 
 /// The geometry of a worker's BWoS queue, for
 /// [`ThreadPoolBuilder::queue_config`]: `QueueConfig::new(num_blocks,
 /// block_size)` validates it and says what is wrong.
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 pub use bwos_queue::Config as QueueConfig;
 
-#[cfg(all(test, loom))]
+#[cfg(all(test, bwos_loom))]
 mod loom_models;
 
 /// The README's examples (runtime and queue), compiled and run as doc
 /// tests.
-#[cfg(all(doctest, not(loom)))]
+#[cfg(all(doctest, not(bwos_loom)))]
 #[doc = include_str!("../../../README.md")]
 struct ReadmeDoctests;

@@ -2,7 +2,7 @@
 //! outside the pool, while workers sleep or are busy; panics reach the
 //! caller (blocking) or the panic handler (detached); scope broadcasts are
 //! awaited by their scope.
-#![cfg(not(loom))]
+#![cfg(not(bwos_loom))]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};

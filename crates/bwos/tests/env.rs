@@ -1,7 +1,7 @@
 //! `BWOS_NUM_THREADS`: a valid value sets the default thread count, a bad
 //! one is a typed error with a message, never a silent default. One test
 //! in its own binary, because it changes the process environment.
-#![cfg(not(loom))]
+#![cfg(not(bwos_loom))]
 
 use bwos::{ThreadPoolBuildError, ThreadPoolBuilder};
 

@@ -1,7 +1,7 @@
 //! FIFO spawns, in-place scopes, `yield_now`/`yield_local` and
 //! `breadth_first`: order where it is promised, exactly-once delivery
 //! everywhere, panics to the caller.
-#![cfg(not(loom))]
+#![cfg(not(bwos_loom))]
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,7 +1,7 @@
 //! The builder's thread options: start and exit handlers, spawn handlers
 //! (including one that fails), scoped pools, the building thread as
 //! worker 0, and pools whose drop does not wait for their threads.
-#![cfg(not(loom))]
+#![cfg(not(bwos_loom))]
 
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -3,7 +3,7 @@
 //! `tokio-io` feature), and HTTP/1's header-read timeout, which needs the
 //! timer.
 
-#![cfg(all(feature = "hyper", feature = "tokio-io", not(loom)))]
+#![cfg(all(feature = "hyper", feature = "tokio-io", not(bwos_loom)))]
 
 use std::convert::Infallible;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! CPU time is read per thread from `/proc/self/task/<tid>/stat` (Linux),
 //! in clock ticks; the bound is generous and nothing depends on wall time
 //! except how long the idle window lasts.
-#![cfg(all(target_os = "linux", not(loom)))]
+#![cfg(all(target_os = "linux", not(bwos_loom)))]
 
 use std::time::Duration;
 

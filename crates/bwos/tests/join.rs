@@ -1,7 +1,7 @@
 //! `join` under stress: results against serial code on 1, 2 and 8 threads
 //! (8 oversubscribes a 2-core machine), nesting, a full local queue, and
 //! panics in either closure.
-#![cfg(not(loom))]
+#![cfg(not(bwos_loom))]
 
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};

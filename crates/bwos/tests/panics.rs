@@ -7,7 +7,7 @@
 //! `scope` + `spawn`, `install` into a second pool, sequences, and closures
 //! run by a destructor while another panic unwinds, with panics at random
 //! places, and checks every outcome against a sequential reference.
-#![cfg(not(loom))]
+#![cfg(not(bwos_loom))]
 
 use std::collections::BTreeSet;
 use std::panic::{self, AssertUnwindSafe};

@@ -1,6 +1,6 @@
 //! Stealing and idle policies: every combination computes correct
 //! results, the counters count, and bad configurations are typed errors.
-#![cfg(not(loom))]
+#![cfg(not(bwos_loom))]
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;

@@ -1,6 +1,6 @@
 //! Pools: install across pools, spawn, shutdown with pending work, thread
 //! indices and names, builder errors, worker stack size.
-#![cfg(not(loom))]
+#![cfg(not(bwos_loom))]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,7 +1,7 @@
 //! `scope`: thousands of borrowing spawns, spawns from spawned tasks on
 //! other threads (the atomic side of the Nowa counter), and panics in the
 //! body and in spawned closures.
-#![cfg(not(loom))]
+#![cfg(not(bwos_loom))]
 
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};

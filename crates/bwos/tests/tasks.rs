@@ -1,7 +1,7 @@
 //! Async tasks on the pool: exactly-once execution, join handles, abort,
 //! panics, shutdown, fairness, and the wake-up paths from outside.
 
-#![cfg(not(loom))]
+#![cfg(not(bwos_loom))]
 
 use std::future::Future;
 use std::pin::Pin;

@@ -3,7 +3,7 @@
 //! schedules and missed ticks, far deadlines, timers of another pool, and
 //! a pool with an I/O driver.
 
-#![cfg(not(loom))]
+#![cfg(not(bwos_loom))]
 
 use std::future::Future;
 use std::pin::{Pin, pin};

@@ -2,7 +2,7 @@
 //! 0 to 8, 1 to 8 workers), items pushed at the last moment, spills of a
 //! full queue, panics (the rest dropped exactly once, the pool usable
 //! afterwards), nesting inside `join` and inside another run.
-#![cfg(not(loom))]
+#![cfg(not(bwos_loom))]
 
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};

@@ -14,7 +14,7 @@
 //! run in place, broadcasts).
 
 use super::sync::{AtomicU8, Ordering, Thread, park};
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 use super::{registry::Registry, worker::WorkerThread};
 
 const UNSET: u8 = 0;
@@ -102,7 +102,7 @@ impl CoreLatch {
     /// ([`wait_blocking`](Self::wait_blocking)). The setter must wake the
     /// calling thread as the latch it belongs to was made for it (a
     /// [`ThreadLatch`] or [`WaiterLatch`] created on this thread does).
-    #[cfg(not(loom))]
+    #[cfg(not(bwos_loom))]
     pub(crate) fn wait(&self) {
         WorkerThread::with_current(|worker| match worker {
             Some(worker) => worker.wait_until(self),
@@ -116,13 +116,13 @@ impl CoreLatch {
 ///
 /// Creating one costs two plain stores: the join fast path builds one for
 /// every call and never touches it unless the job was stolen.
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 pub(crate) struct WorkerLatch {
     core: CoreLatch,
     owner: *const WorkerThread,
 }
 
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 impl WorkerLatch {
     pub(crate) fn new(owner: &WorkerThread) -> Self {
         WorkerLatch {
@@ -146,7 +146,7 @@ pub(crate) trait Latch {
     unsafe fn set(this: *const Self);
 }
 
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 impl Latch for WorkerLatch {
     unsafe fn set(this: *const Self) {
         // The waiter, and so its worker, is alive until the core is set:
@@ -190,7 +190,7 @@ enum Waiter {
     /// Worker `index` of a pool: it sleeps the way its pool's workers do.
     /// The `Arc` keeps the registry alive for the setter's wake-up, which
     /// may come after the waiter has returned.
-    #[cfg(not(loom))]
+    #[cfg(not(bwos_loom))]
     Worker(std::sync::Arc<Registry>, usize),
 }
 
@@ -198,7 +198,7 @@ impl Waiter {
     fn wake(self) {
         match self {
             Waiter::Thread(thread) => thread.unpark(),
-            #[cfg(not(loom))]
+            #[cfg(not(bwos_loom))]
             Waiter::Worker(registry, index) => registry.unpark(index),
         }
     }
@@ -207,12 +207,12 @@ impl Waiter {
 impl ThreadLatch {
     /// A latch the current thread will wait on.
     pub(crate) fn for_current_thread() -> Self {
-        #[cfg(not(loom))]
+        #[cfg(not(bwos_loom))]
         let waiter = WorkerThread::with_current(|worker| match worker {
             Some(worker) => Waiter::Worker(worker.registry().clone(), worker.index()),
             None => Waiter::Thread(super::sync::current_thread()),
         });
-        #[cfg(loom)]
+        #[cfg(bwos_loom)]
         let waiter = Waiter::Thread(super::sync::current_thread());
         ThreadLatch {
             core: CoreLatch::new(),
@@ -241,13 +241,13 @@ impl Latch for ThreadLatch {
 /// The latch of a waiter that may or may not be a worker of the pool whose
 /// workers set it (scopes run in place, broadcasts): a [`WorkerLatch`] for
 /// a worker of that pool, else a [`ThreadLatch`].
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 pub(crate) enum WaiterLatch {
     Worker(WorkerLatch),
     Thread(ThreadLatch),
 }
 
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 impl WaiterLatch {
     /// A latch the calling thread will wait on, set by workers of
     /// `registry`.
@@ -272,7 +272,7 @@ impl WaiterLatch {
     }
 }
 
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 impl Latch for WaiterLatch {
     unsafe fn set(this: *const Self) {
         // SAFETY: forwarded from the caller: `this` is live until the core

@@ -70,7 +70,7 @@ impl<T> Spill<T> {
     }
 
     /// Whether the spill holds items (a hint).
-    #[cfg(loom)]
+    #[cfg(bwos_loom)]
     pub(crate) fn is_empty(&self) -> bool {
         // Relaxed: see `push_chunk`.
         self.len.load(Ordering::Relaxed) == 0
@@ -147,7 +147,7 @@ fn unspill_into<T>(queue: &lifo::Worker<T>, spill: &Spill<T>) -> Option<T> {
 /// `scripts/test-all.sh`): items are heap strings, so a lost, duplicated
 /// or double-dropped item shows up as a leak, a wrong multiset, or
 /// undefined behaviour.
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(bwos_loom)))]
 mod tests {
     use bwos_queue::{Config, Steal};
 

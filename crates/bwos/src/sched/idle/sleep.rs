@@ -32,7 +32,7 @@ pub(crate) enum SleepOutcome {
     /// searching.
     Woken,
 }
-#[cfg(loom)]
+#[cfg(bwos_loom)]
 use crate::sched::sync::park;
 use crate::sched::sync::{AtomicU8, AtomicU64, AtomicUsize, Ordering, fence};
 
@@ -57,7 +57,7 @@ impl IdleHint {
     /// A hint that always says some worker is hungry: pools without lazy
     /// queueing give it to their workers, so every `join` takes the cold
     /// path that queues `b`.
-    #[cfg(not(loom))]
+    #[cfg(not(bwos_loom))]
     pub(crate) fn always_hungry() -> IdleHint {
         /// Never written: one searcher, forever.
         static ALWAYS_HUNGRY: AtomicU64 = AtomicU64::new(SEARCHER);
@@ -107,7 +107,7 @@ impl Sleep {
     }
 
     /// Whether any worker searches or sleeps.
-    #[cfg(loom)]
+    #[cfg(bwos_loom)]
     pub(crate) fn anyone_idle(&self) -> bool {
         self.hint().anyone_idle()
     }
@@ -128,7 +128,7 @@ impl Sleep {
     /// `latch` is set, or it finds `has_work()` true in its final look. On
     /// return the worker counts as searching again. `on_park` runs once,
     /// just before the worker parks for the first time.
-    #[cfg(loom)]
+    #[cfg(bwos_loom)]
     pub(crate) fn sleep(
         &self,
         index: usize,

@@ -20,10 +20,10 @@
 //! and the allocation and waker code runs under Miri.
 
 pub(crate) mod inject;
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 pub(crate) mod list;
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 pub(crate) mod pool_tasks;
-#[cfg(not(loom))]
+#[cfg(not(bwos_loom))]
 pub(crate) mod raw;
 pub(crate) mod state;

@@ -362,7 +362,7 @@ fn check_refs(s: Snapshot) {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(bwos_loom)))]
 mod tests {
     use super::*;
 

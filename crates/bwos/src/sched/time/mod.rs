@@ -268,7 +268,7 @@ impl Timers {
     }
 }
 
-#[cfg(loom)]
+#[cfg(bwos_loom)]
 impl Timers {
     /// Timers in the wheel, fired or pending (for the loom model).
     pub(crate) fn len(&self) -> usize {

@@ -102,7 +102,7 @@ impl Wheel {
     }
 
     /// Timers in the slab (pending or fired and not yet removed).
-    #[cfg(any(test, loom))]
+    #[cfg(any(test, bwos_loom))]
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
