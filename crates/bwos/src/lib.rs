@@ -91,7 +91,7 @@ mod sched {
     }
 }
 
-#[cfg(not(bwos_loom))]
+#[cfg(all(feature = "fork", not(bwos_loom)))]
 pub mod fork;
 #[cfg(bwos_loom)]
 mod fork {
@@ -99,7 +99,7 @@ mod fork {
 }
 /// The sockets' old home: [`net`] has them now, with `bind` and `connect`
 /// as tokio's (async, taking any [`net::ToSocketAddrs`]).
-#[cfg(not(bwos_loom))]
+#[cfg(all(feature = "io", not(bwos_loom)))]
 #[deprecated(since = "0.1.0", note = "use `bwos::net`")]
 pub mod io {
     #[deprecated(since = "0.1.0", note = "use `bwos::net::TcpListener`")]
@@ -111,7 +111,7 @@ pub mod io {
 pub mod hyper;
 #[cfg(not(bwos_loom))]
 mod join;
-#[cfg(not(bwos_loom))]
+#[cfg(all(feature = "io", not(bwos_loom)))]
 pub mod net;
 #[cfg(not(bwos_loom))]
 mod scope;

@@ -3,7 +3,7 @@
 //! again once descriptors are free. A test binary of its own: it lowers
 //! the process's descriptor limit.
 
-#![cfg(all(unix, not(bwos_loom)))]
+#![cfg(all(unix, feature = "io", not(bwos_loom)))]
 
 use bwos::net::TcpListener;
 use bwos_testkit::watchdog;

@@ -6,7 +6,7 @@
 //! nestings of joins and scopes with panicking and waiting leaves compute
 //! what a serial evaluation computes.
 
-#![cfg(not(bwos_loom))]
+#![cfg(all(feature = "fork", not(bwos_loom)))]
 
 use std::future::Future;
 use std::pin::Pin;

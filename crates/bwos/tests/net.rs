@@ -3,7 +3,7 @@
 //! the network reach a sleeping pool, a pool's shutdown fails its
 //! sockets' waiting operations, and socket tasks can fork and join.
 
-#![cfg(not(bwos_loom))]
+#![cfg(all(feature = "io", not(bwos_loom)))]
 
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! `bwos::net` as tokio users write it: names resolved, errors that name
 //! the address, split and owned halves, UDP, Unix sockets.
 
-#![cfg(not(bwos_loom))]
+#![cfg(all(feature = "io", not(bwos_loom)))]
 
 use std::net::{Shutdown, SocketAddr};
 

@@ -303,6 +303,7 @@ fn a_timer_of_another_pool_wakes_a_task_here() {
     });
 }
 
+#[cfg(feature = "io")]
 #[test]
 fn timers_fire_in_a_pool_with_an_io_driver() {
     watchdog("timers_with_io_driver", || {

@@ -45,6 +45,7 @@ pub(crate) mod latch;
 pub(crate) mod pool;
 pub(crate) mod queues;
 pub(crate) mod registry;
+#[cfg(feature = "fork")]
 pub(crate) mod stack;
 pub(crate) mod start;
 pub(crate) mod stats;

@@ -237,6 +237,7 @@ impl Started {
 /// `RLIMIT_STACK`, clamped to 2..=64 MiB (an unlimited limit gives 64 MiB).
 /// `None` (std's choice) when `RUST_MIN_STACK` is set or the limit cannot
 /// be read.
+#[cfg(unix)]
 pub(super) fn main_thread_stack_size() -> Option<usize> {
     const MIN: usize = 2 << 20;
     const MAX: usize = 64 << 20;
@@ -257,4 +258,11 @@ pub(super) fn main_thread_stack_size() -> Option<usize> {
         return Some(MAX);
     }
     Some(usize::try_from(limit.rlim_cur).map_or(MAX, |bytes| bytes.clamp(MIN, MAX)))
+}
+
+/// The default worker stack size where there is no `RLIMIT_STACK`: std's
+/// choice (2 MiB, or `RUST_MIN_STACK`).
+#[cfg(not(unix))]
+pub(super) fn main_thread_stack_size() -> Option<usize> {
+    None
 }

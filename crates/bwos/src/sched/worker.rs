@@ -122,8 +122,9 @@ pub(crate) struct WorkerThread {
     offer_backoff: Cell<u32>,
     /// The lowest stack address `fork` lets a nested poll reach before it
     /// moves to a fresh stack segment (`fork/mod.rs`): one comparison per
-    /// fork instead of a thread-local lookup (see `fork::stack_limit_here`
+    /// fork instead of a thread-local lookup (see `stack::stack_limit_here`
     /// for the values it takes where the stack bounds are unknown).
+    #[cfg(feature = "fork")]
     stack_limit: Cell<usize>,
     /// Whether this is the thread that built the pool
     /// (`ThreadPoolBuilder::use_current_thread`): it runs pool work only
@@ -201,6 +202,7 @@ impl WorkerThread {
 
     /// See the field: the stack address below which `fork` switches to a
     /// fresh segment. `fork` sets it while it runs on such a segment.
+    #[cfg(feature = "fork")]
     #[inline]
     pub(crate) fn stack_limit(&self) -> &Cell<usize> {
         &self.stack_limit
@@ -634,6 +636,7 @@ impl WorkerThread {
                 || settings.steal.policy == StealPolicy::Topology,
             offer_skip: Cell::new(0),
             offer_backoff: Cell::new(0),
+            #[cfg(feature = "fork")]
             stack_limit: Cell::new(super::stack::stack_limit_here()),
             building_thread,
         }

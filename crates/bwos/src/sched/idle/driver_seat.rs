@@ -14,6 +14,9 @@
 //! or the waker sees the worker in the seat and writes the eventfd (the
 //! loom model `driver_seat_no_lost_wakeup` checks the real code).
 
+// Only the I/O driver (`net/`, feature `io`) takes the seat.
+#![cfg_attr(not(any(feature = "io", bwos_loom)), allow(dead_code))]
+
 use crate::sched::sync::{AtomicUsize, Ordering, fence};
 
 /// No worker blocks in the driver.
