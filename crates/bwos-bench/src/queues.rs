@@ -82,7 +82,7 @@ macro_rules! bwos_adapter {
                 }
             }
             fn size_hint(thief: &Self::Thief) -> Option<usize> {
-                Some(thief.estimated_len())
+                Some(thief.len())
             }
             fn probe(thief: &Self::Thief, random: usize) -> Option<bool> {
                 Some(thief.probe(random))

@@ -81,10 +81,28 @@ impl Config {
         })
     }
 
-    /// For tests of the queue protocol only: the queue starts its rounds at
-    /// `round` (taken modulo `2^40`) instead of 0, so that a few laps make
-    /// the round counter wrap. Behaviour is otherwise the same.
-    #[doc(hidden)]
+    /// Starts the queue's rounds at `round` (taken modulo `2^40`) instead
+    /// of 0, so that a few laps through the blocks make the round counter
+    /// wrap: for testing code that keeps a queue for a long time (this
+    /// crate's model tests and loom models use it). Behaviour is otherwise
+    /// the same.
+    ///
+    /// ```
+    /// use bwos_queue::{lifo, Config};
+    ///
+    /// // Two blocks of two: the rounds wrap after a few pushes and pops.
+    /// let config = Config::new(2, 2)?.with_first_round((1 << 40) - 1);
+    /// let (worker, _stealer) = lifo::new::<u32>(config);
+    /// for i in 0..100 {
+    ///     worker.push(i).unwrap();
+    ///     worker.push(i + 1).unwrap();
+    ///     worker.push(i + 2).unwrap();
+    ///     assert_eq!(worker.pop(), Some(i + 2));
+    ///     assert_eq!(worker.pop(), Some(i + 1));
+    ///     assert_eq!(worker.pop(), Some(i));
+    /// }
+    /// # Ok::<(), bwos_queue::ConfigError>(())
+    /// ```
     pub fn with_first_round(mut self, round: u64) -> Config {
         self.first_round = round & crate::packed::ROUND_MASK;
         self

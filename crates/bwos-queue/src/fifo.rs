@@ -376,6 +376,13 @@ impl<T> Worker<T> {
         self.ring.capacity()
     }
 
+    /// The items in the queue: those in the owner's consumer block plus
+    /// those thieves could steal. Exact when no thief is active; reads
+    /// every block's positions.
+    pub fn len(&self) -> usize {
+        self.own_items().len() + self.ring.estimated_len()
+    }
+
     /// `true` when neither the owner nor a thief could take an item now.
     ///
     /// Exact when no thief is active; reads every block's positions.
@@ -475,11 +482,49 @@ impl<T> Stealer<T> {
         })
     }
 
-    /// A racy estimate of how many items thieves could steal now: the sum
-    /// over all blocks of their published, unreserved entries (two relaxed
-    /// loads per block). Items in the owner's consumer block are not counted.
-    pub fn estimated_len(&self) -> usize {
+    /// Steals up to one block's stealable items into `dest`, as many as fit
+    /// in its current block (moving it up a block first if that one is
+    /// full), oldest first: crossbeam-deque's `steal_batch`. `Empty` when
+    /// there is nothing to steal or `dest` is full.
+    ///
+    /// ```
+    /// use bwos_queue::{fifo, Config};
+    ///
+    /// let (victim, stealer) = fifo::new::<u32>(Config::new(4, 8)?);
+    /// let (thief, _) = fifo::new::<u32>(Config::new(4, 8)?);
+    /// for i in 0..16 {
+    ///     victim.push(i).unwrap();
+    /// }
+    /// assert!(stealer.steal_batch(&thief).is_success());
+    /// assert_eq!(thief.len(), 8); // one block
+    /// # Ok::<(), bwos_queue::ConfigError>(())
+    /// ```
+    pub fn steal_batch(&self, dest: &Worker<T>) -> Steal<()> {
+        let room = dest.room();
+        self.ring.steal_batch_into(room, |item| {
+            if dest.push(item).is_err() {
+                unreachable!("the batch was sized to the room in the destination block");
+            }
+        })
+    }
+
+    /// How many items thieves could steal now: the sum over all blocks of
+    /// their published, unreserved entries (two relaxed loads per block),
+    /// racy when the owner or thieves are active. Items in the owner's
+    /// consumer block are not counted.
+    pub fn len(&self) -> usize {
         self.ring.estimated_len()
+    }
+
+    /// Whether thieves could steal nothing now ([`len`](Self::len) is 0).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The old name of [`len`](Self::len).
+    #[deprecated(since = "0.1.0", note = "use `Stealer::len` (crossbeam-deque's name)")]
+    pub fn estimated_len(&self) -> usize {
+        self.len()
     }
 
     /// The probabilistic probe of the paper (section 3.4): looks at block

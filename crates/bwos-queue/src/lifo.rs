@@ -5,6 +5,36 @@
 //! where the owner wants its most recent, cache-hot work and thieves want
 //! the big, old pieces.
 //!
+//! # When thieves see an item
+//! **Not when it is pushed.** The owner's current block is private: a
+//! pushed item becomes stealable only when the owner fills that block and
+//! moves up (with the default [`Config`], after 1024 pushes) or calls
+//! [`Worker::share`]. This is what makes the owner's `push` and `pop`
+//! plain loads and stores, and it differs from crossbeam-deque, where
+//! every pushed item is stealable at once: a program that pushes a few
+//! items and waits for thieves must `share` them (a scheduler does so when
+//! it learns that other workers are idle), or use a small block size.
+//! [`Stealer::len`] counts only what thieves can see; [`Worker::len`]
+//! counts everything.
+//!
+//! ```
+//! use bwos_queue::{lifo, Config};
+//!
+//! let (worker, stealer) = lifo::new::<u32>(Config::default());
+//! worker.push(1).unwrap();
+//! worker.push(2).unwrap();
+//! assert!(stealer.steal().is_empty()); // both are in the owner's block
+//! assert_eq!((worker.len(), stealer.len()), (2, 0));
+//!
+//! assert!(worker.share()); // open them to thieves now
+//! assert_eq!(stealer.len(), 2);
+//! assert_eq!(stealer.steal().success(), Some(1)); // the oldest
+//! assert_eq!(worker.pop(), Some(2)); // the owner still takes the newest
+//! ```
+//!
+//! [`fifo`](crate::fifo) queues have no such delay: an item is stealable as
+//! soon as it is pushed, unless it is in the block the owner pops from.
+//!
 //! # Protocol
 //! The owner walks *virtual* blocks `v = n, n+1, ...` (block `v % n` in
 //! round `v / n`, `n` blocks) and keeps privately the block it works in
@@ -545,6 +575,13 @@ impl<T> Worker<T> {
         round(steal) == block_round && index(steal) < self.margin
     }
 
+    /// The items in the queue: the owner's private ones plus those thieves
+    /// could steal. Exact when no thief is active; reads every block's
+    /// steal position.
+    pub fn len(&self) -> usize {
+        self.private_len() + self.ring.estimated_len()
+    }
+
     /// `true` when neither the owner nor a thief could take an item now.
     ///
     /// Exact when no thief is active; reads every block's steal position.
@@ -636,11 +673,50 @@ impl<T> Stealer<T> {
         })
     }
 
-    /// A racy estimate of how many items thieves could steal now: the sum
-    /// over all blocks of their stealable entries (one relaxed load per
-    /// block). Items in the owner's own block are not counted.
-    pub fn estimated_len(&self) -> usize {
+    /// Steals up to one block's stealable items into `dest`, as many as fit
+    /// in its current block (moving it up a block first if that one is
+    /// full), oldest first: crossbeam-deque's `steal_batch`. `Empty` when
+    /// there is nothing to steal or `dest` is full.
+    ///
+    /// ```
+    /// use bwos_queue::{lifo, Config};
+    ///
+    /// let (victim, stealer) = lifo::new::<u32>(Config::new(4, 8)?);
+    /// let (thief, _) = lifo::new::<u32>(Config::new(4, 8)?);
+    /// for i in 0..16 {
+    ///     victim.push(i).unwrap();
+    /// }
+    /// assert!(stealer.steal_batch(&thief).is_success());
+    /// assert_eq!(thief.len(), 8); // one block
+    /// # Ok::<(), bwos_queue::ConfigError>(())
+    /// ```
+    pub fn steal_batch(&self, dest: &Worker<T>) -> Steal<()> {
+        let room = dest.room();
+        self.ring.steal_batch_into(room, |item| {
+            if dest.push(item).is_err() {
+                unreachable!("the batch was sized to the room in the destination block");
+            }
+        })
+    }
+
+    /// How many items thieves could steal now: the sum over all blocks of
+    /// their stealable entries (one relaxed load per block), racy when the
+    /// owner or thieves are active. **Items in the owner's own block are
+    /// not counted**: they are invisible to thieves until the block fills
+    /// up or [`Worker::share`] opens it (see the module docs).
+    pub fn len(&self) -> usize {
         self.ring.estimated_len()
+    }
+
+    /// Whether thieves could steal nothing now ([`len`](Self::len) is 0).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The old name of [`len`](Self::len).
+    #[deprecated(since = "0.1.0", note = "use `Stealer::len` (crossbeam-deque's name)")]
+    pub fn estimated_len(&self) -> usize {
+        self.len()
     }
 
     /// The probabilistic probe of the paper (section 3.4): looks at block

@@ -201,17 +201,7 @@ impl<T, F: Flavor> Ring<T, F> {
     /// `rest` must not panic: a panic would leave the steal unfinished and
     /// the block unusable.
     pub(crate) fn take(&self, reserved: Reserved, mut rest: impl FnMut(T)) -> T {
-        let block = &self.blocks[reserved.block];
-        // The entries' address from the ring, not from the block: in the
-        // block it shares the owner's cache line, which thieves of a LIFO
-        // queue never read otherwise.
-        // SAFETY: the block's entries start there (`Ring::new`), within
-        // the allocation, through a pointer that may reach all of it.
-        let slots = unsafe {
-            self.slots
-                .cast::<Slot<T>>()
-                .add(reserved.block * self.block_size as usize)
-        };
+        let slots = self.block_slots(reserved.block);
         let end = reserved.start + reserved.count;
         // SAFETY: `reserve` gave this thread exclusive ownership of the
         // entries `start..end`, which lie within the block; they were
@@ -223,8 +213,34 @@ impl<T, F: Flavor> Ring<T, F> {
             // SAFETY: as above.
             rest(unsafe { read_slot(slots, index) });
         }
-        block.finish_steal(reserved.count);
+        self.blocks[reserved.block].finish_steal(reserved.count);
         first
+    }
+
+    /// [`take`](Self::take) that hands every entry, oldest first, to
+    /// `each` (which must not panic either).
+    fn take_all(&self, reserved: Reserved, mut each: impl FnMut(T)) {
+        let slots = self.block_slots(reserved.block);
+        for index in reserved.start..reserved.start + reserved.count {
+            // SAFETY: as in `take`: the reservation owns these entries of
+            // the block until `finish_steal`.
+            each(unsafe { read_slot(slots, index) });
+        }
+        self.blocks[reserved.block].finish_steal(reserved.count);
+    }
+
+    /// The entries of block `block`. Their address comes from the ring,
+    /// not from the block: in the block it shares the owner's cache line,
+    /// which thieves of a LIFO queue never read otherwise.
+    #[inline(always)]
+    fn block_slots(&self, block: usize) -> NonNull<Slot<T>> {
+        // SAFETY: the block's entries start there (`Ring::new`), within
+        // the allocation, through a pointer that may reach all of it.
+        unsafe {
+            self.slots
+                .cast::<Slot<T>>()
+                .add(block * self.block_size as usize)
+        }
     }
 
     /// A racy count of the entries thieves could take now, summed over all
@@ -301,6 +317,23 @@ impl<T, F: Flavor> Ring<T, F> {
     pub(crate) fn steal_batch(&self, room: u32, push: impl FnMut(T)) -> Steal<T> {
         let max = room.saturating_add(1);
         self.finish(self.reserve_any(max), push)
+    }
+
+    /// Steals up to `room` items from one block and hands every one,
+    /// oldest first, to `push`, which must accept `room` items without
+    /// failing or panicking. `Empty` when `room` is 0.
+    pub(crate) fn steal_batch_into(&self, room: u32, push: impl FnMut(T)) -> Steal<()> {
+        if room == 0 {
+            return Steal::Empty;
+        }
+        match self.reserve_any(room) {
+            Steal::Success(reserved) => {
+                self.take_all(reserved, push);
+                Steal::Success(())
+            }
+            Steal::Empty => Steal::Empty,
+            Steal::Retry => Steal::Retry,
+        }
     }
 
     fn finish(&self, reserved: Steal<Reserved>, rest: impl FnMut(T)) -> Steal<T> {

@@ -143,17 +143,17 @@ proptest! {
                 },
                 Op::Pop => prop_assert_eq!(worker.pop(), model.pop()),
                 Op::Share => {
-                    let before = stealer.estimated_len();
+                    let before = stealer.len();
                     shared = true;
                     if worker.share() {
-                        prop_assert!(stealer.estimated_len() > before, "share opened nothing");
+                        prop_assert!(stealer.len() > before, "share opened nothing");
                         prop_assert_eq!(worker.private_len(), 0);
                         prop_assert!(worker.granted_pending(), "the shared items are pending");
                     }
                 }
                 Op::Steal => check_steal(stealer.steal(), &mut model)?,
                 Op::StealSampled(sample) => check_steal(stealer.steal_sampled(sample), &mut model)?,
-                Op::StealBatch => {
+                Op::StealBatch if next % 2 == 0 => {
                     check_steal(stealer.steal_batch_and_pop(&thief), &mut model)?;
                     let mut moved = 0;
                     while let Some(item) = thief.pop() {
@@ -162,12 +162,25 @@ proptest! {
                     }
                     prop_assert!(moved < config.block_size());
                 }
+                Op::StealBatch => {
+                    let before = stealer.len();
+                    let stolen = stealer.steal_batch(&thief);
+                    prop_assert_eq!(stolen.is_success(), before > 0);
+                    prop_assert_eq!(thief.len(), before - stealer.len());
+                    let mut moved = 0;
+                    while let Some(item) = thief.pop() {
+                        remove_from(&mut model, item)?;
+                        moved += 1;
+                    }
+                    prop_assert!(moved <= config.block_size());
+                }
             }
             prop_assert_eq!(worker.is_empty(), model.is_empty());
-            prop_assert!(stealer.estimated_len() <= model.len());
+            prop_assert_eq!(worker.len(), model.len());
+            prop_assert!(stealer.len() <= model.len());
             prop_assert!(worker.private_len() <= model.len().min(config.block_size()));
             if worker.granted_pending() {
-                prop_assert!(stealer.estimated_len() > 0, "pending items are stealable");
+                prop_assert!(!stealer.is_empty(), "pending items are stealable");
             }
         }
         while let Some(item) = worker.pop() {
@@ -202,7 +215,7 @@ proptest! {
                 }
                 Op::Steal => check_steal(stealer.steal(), &mut model)?,
                 Op::StealSampled(sample) => check_steal(stealer.steal_sampled(sample), &mut model)?,
-                Op::StealBatch => {
+                Op::StealBatch if next % 2 == 0 => {
                     check_steal(stealer.steal_batch_and_pop(&thief), &mut model)?;
                     let mut moved = 0;
                     while let Some(item) = thief.pop() {
@@ -211,9 +224,22 @@ proptest! {
                     }
                     prop_assert!(moved < config.block_size());
                 }
+                Op::StealBatch => {
+                    let before = stealer.len();
+                    let stolen = stealer.steal_batch(&thief);
+                    prop_assert_eq!(stolen.is_success(), before > 0);
+                    prop_assert_eq!(thief.len(), before - stealer.len());
+                    let mut moved = 0;
+                    while let Some(item) = thief.pop() {
+                        remove_from(&mut model, item)?;
+                        moved += 1;
+                    }
+                    prop_assert!(moved <= config.block_size());
+                }
             }
             prop_assert_eq!(worker.is_empty(), model.is_empty());
-            prop_assert!(stealer.estimated_len() <= model.len());
+            prop_assert_eq!(worker.len(), model.len());
+            prop_assert!(stealer.len() <= model.len());
         }
         while let Some(item) = worker.pop() {
             remove_from(&mut model, item)?;

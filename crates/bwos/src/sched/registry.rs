@@ -295,7 +295,7 @@ impl Registry {
     pub(crate) fn has_visible_work(&self, index: usize) -> bool {
         !self.broadcasts[index].is_empty()
             || !self.injector.is_empty()
-            || self.stealers.iter().any(|s| s.estimated_len() > 0)
+            || self.stealers.iter().any(|s| !s.is_empty())
             || self.tasks.has_visible_work()
     }
 

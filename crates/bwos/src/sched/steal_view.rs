@@ -22,8 +22,7 @@ impl VictimQueues for StealView<'_> {
 
     fn estimated_len(&self, victim: usize) -> usize {
         let registry = &self.0.registry;
-        registry.stealers()[victim].estimated_len()
-            + registry.tasks.stealers()[victim].estimated_len()
+        registry.stealers()[victim].len() + registry.tasks.stealers()[victim].len()
     }
 
     fn probe(&self, victim: usize, sample: usize) -> bool {

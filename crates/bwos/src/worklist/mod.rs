@@ -324,7 +324,7 @@ impl<T> VictimQueues for RunQueues<'_, T> {
         self.shared.slots[victim]
             .stealer
             .get()
-            .map_or(0, lifo::Stealer::estimated_len)
+            .map_or(0, lifo::Stealer::len)
     }
 
     fn probe(&self, victim: usize, sample: usize) -> bool {

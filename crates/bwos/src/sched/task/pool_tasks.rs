@@ -78,7 +78,7 @@ impl PoolTasks {
 
     /// Whether a sleeping worker would find a task: injected or stealable.
     pub(crate) fn has_visible_work(&self) -> bool {
-        !self.injector.is_empty() || self.stealers.iter().any(|s| s.estimated_len() > 0)
+        !self.injector.is_empty() || self.stealers.iter().any(|s| !s.is_empty())
     }
 
     /// Whether the injector holds an entry (a racy snapshot).
