@@ -35,8 +35,9 @@
 //! # Panics
 //! A panic in user code never aborts the process: it reaches the caller
 //! of the `join`, `scope` or `install` it happened in, after all work of
-//! that call has finished (a [`spawn`]ed job's panic goes to the panic
-//! handler). The rule that makes this hold: **no pool work runs while a
+//! that call has finished. A [`spawn`]ed job's panic, which nobody awaits,
+//! goes to the pool's panic handler; without one it is reported on stderr
+//! and counted ([`PoolStats::unhandled_panics`]), and the pool carries on. The rule that makes this hold: **no pool work runs while a
 //! thread unwinds.** Where a closure panics while work of its call is
 //! still pending (`join`'s `b`, perhaps on a thief; a scope's spawned
 //! jobs), bwos catches the panic at that call, finishes the pending work
@@ -57,8 +58,9 @@
 //! * Child stealing, as in rayon: a worker that waits for a stolen job runs
 //!   other jobs meanwhile, on top of the waiting frame; see
 //!   [`ThreadPoolBuilder::stack_size`].
-//! * A panic in a [`spawn`]ed job goes to the pool's panic handler, or
-//!   aborts the process when there is none (as in rayon).
+//! * A panic in a [`spawn`]ed job goes to the pool's panic handler, or is
+//!   reported and counted when there is none: rayon aborts the process
+//!   there.
 //!
 //! # Verification
 //! The latch protocol, the Nowa scope counter, the sleep protocol, BWS's

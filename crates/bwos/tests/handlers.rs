@@ -278,3 +278,37 @@ fn a_detaching_pool_returns_from_drop_and_still_runs_its_spawns() {
         },
     );
 }
+
+/// A detached job's panic with no handler, or with a handler that panics
+/// too, is reported and counted; the process and the pool carry on (rayon
+/// aborts here).
+#[test]
+fn unhandled_spawn_panics_are_counted_and_the_pool_carries_on() {
+    watchdog("unhandled_spawn_panics", || {
+        for with_handler in [false, true] {
+            let mut builder = ThreadPoolBuilder::new().num_threads(2);
+            if with_handler {
+                builder = builder.panic_handler(|_| panic!("the handler panics too"));
+            }
+            let pool = builder.build().unwrap();
+            let (sender, receiver) = mpsc::channel();
+            for i in 0..3 {
+                let sender = sender.clone();
+                pool.spawn(move || {
+                    sender.send(i).unwrap();
+                    panic!("spawned job {i}");
+                });
+            }
+            drop(sender);
+            let mut ran: Vec<i32> = receiver.iter().collect();
+            ran.sort_unstable();
+            assert_eq!(ran, [0, 1, 2]);
+            // Once the count shows all three, the pool still serves work.
+            while pool.stats().unhandled_panics < 3 {
+                std::thread::yield_now();
+            }
+            assert_eq!(pool.stats().unhandled_panics, 3);
+            assert_eq!(pool.install(|| bwos::join(|| 5, || 6)), (5, 6));
+        }
+    });
+}

@@ -191,8 +191,10 @@ impl<S> ThreadPoolBuilder<S> {
         self.map(bwos::ThreadPoolBuilder::use_current_thread)
     }
 
-    /// Handles panics of spawned work that nobody waits for; without one
-    /// such a panic aborts the process.
+    /// Handles panics of spawned work that nobody waits for. Without one,
+    /// such a panic is reported on stderr and the pool carries on: **unlike
+    /// rayon, which aborts the process** (see
+    /// [`bwos::PoolStats::unhandled_panics`]).
     pub fn panic_handler<H>(self, panic_handler: H) -> Self
     where
         H: Fn(Box<dyn Any + Send>) + Send + Sync + 'static,

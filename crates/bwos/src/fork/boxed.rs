@@ -129,26 +129,25 @@ unsafe impl<T> Send for Boxed<'_, T> {}
 
 impl<T> Unpin for Boxed<'_, T> {}
 
-/// Moves `future` into a frame from the calling thread's frame cache: the
-/// way to box a future you already hold without paying the global
-/// allocator (see the [module docs](crate::fork) and "Memory" in
-/// [`Boxed`]'s module). For the recursive calls of fork/join code prefer
-/// [`boxed_with`], which builds the future in its frame instead of moving
-/// it there.
+/// Moves `future` into a frame from the calling thread's frame cache: for
+/// a future you already hold (one handed to you, of a type you cannot
+/// name), without paying the global allocator (see the
+/// [module docs](crate::fork) and "Memory" in [`Boxed`]'s module). Code
+/// that builds the future itself, recursive fork/join code above all,
+/// uses [`boxed_with`], which builds it in the frame instead of moving it
+/// there.
 ///
 /// ```
 /// use bwos::fork::{self, Boxed};
+/// use std::future::Future;
 ///
-/// fn fib(n: u64) -> Boxed<'static, u64> {
-///     fork::boxed(async move {
-///         if n < 2 {
-///             return n;
-///         }
-///         let (a, b) = fork::join(fib(n - 1), fib(n - 2)).await;
-///         a + b
-///     })
+/// // Any caller's future, stored under one type.
+/// fn erase<F: Future<Output = u64> + Send + 'static>(future: F) -> Boxed<'static, u64> {
+///     fork::boxed(future)
 /// }
-/// assert_eq!(bwos::block_on(fib(20)), 6765);
+/// let futures = vec![erase(async { 1 }), erase(std::future::ready(2))];
+/// let total: u64 = futures.into_iter().map(bwos::block_on).sum();
+/// assert_eq!(total, 3);
 /// ```
 #[inline]
 pub fn boxed<'a, F>(future: F) -> Boxed<'a, F::Output>

@@ -1,5 +1,5 @@
-//! Async fork/join after Nowa (Schmaus et al., IPDPS 2021): [`join`],
-//! [`scope`] and [`spawn`] on futures, with frames from a per-worker cache
+//! Async fork/join after Nowa (Schmaus et al., IPDPS 2021): [`join`] and
+//! [`scope`] on futures, with frames from a per-worker cache
 //! ([`boxed_with`], [`boxed`], [`ready`]).
 //!
 //! ```
@@ -118,11 +118,11 @@
 //! up to 13% (fib). Build the crate that holds such a recursion with
 //! `codegen-units = 1` or LTO for the fastest forks.
 //!
-//! # `spawn`
-//! [`spawn`] starts a detached child: a task of the pool whose output the
-//! returned handle awaits. It requires `'static` because nothing bounds its
-//! lifetime: the handle may be dropped or forgotten while the child runs,
-//! so the child cannot borrow (use [`scope`] for borrowing children).
+//! # Detached children
+//! A child that outlives its parent is a task: [`crate::task::spawn`]. It
+//! requires `'static` because nothing bounds its lifetime (the handle may
+//! be dropped or forgotten while it runs); use [`scope`] for children that
+//! borrow.
 
 mod boundary;
 mod boxed;
@@ -136,29 +136,6 @@ pub use boxed::{Boxed, boxed, boxed_with, ready};
 pub use join::{Join, join};
 pub use region::{Region, ScopedJoin, block_on};
 pub use scope::{Scope, ScopeFuture, scope};
-
-use std::future::Future;
-
-/// Starts `future` as a detached task of the current pool (the global pool
-/// outside pools) and returns the handle that awaits its output: the
-/// fork/join spelling of [`crate::task::spawn`], with the same task
-/// machinery. `'static` because the handle may be dropped or forgotten
-/// while the task runs (see the [module docs](self)).
-///
-/// ```
-/// let sum = bwos::block_on(async {
-///     let child = bwos::fork::spawn(async { (1..=10u64).sum::<u64>() });
-///     child.await.unwrap()
-/// });
-/// assert_eq!(sum, 55);
-/// ```
-pub fn spawn<F>(future: F) -> crate::task::JoinHandle<F::Output>
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    crate::task::spawn(future)
-}
 
 #[cfg(test)]
 mod tests;

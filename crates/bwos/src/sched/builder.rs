@@ -360,11 +360,23 @@ impl ThreadPoolBuilder {
     }
 
     /// Whether [`IdlePolicy::Balanced`] thieves yield their core to a busy
-    /// victim that seems preempted on it (default `false`: measured with
-    /// `bwos-bench corun`, it fired a handful of times per run and its
-    /// effect was within noise; see the README). For measuring the
-    /// heuristic; not part of the stable API.
-    #[doc(hidden)]
+    /// victim that seems preempted on it: BWS's second heuristic (the
+    /// paper's `yield_to` of the victim's thread, approximated by a
+    /// `sched_yield` when the victim last ran on the thief's CPU, which
+    /// only Linux reports: elsewhere it never fires). Default `false`: measured with `bwos-bench
+    /// corun`, it fired a handful of times per run and its effect was
+    /// within noise (`docs/policies.md`). No effect with other idle
+    /// policies; [`PoolStats::yields_to_victim`](crate::PoolStats) counts
+    /// the yields.
+    ///
+    /// ```
+    /// let pool = bwos::ThreadPoolBuilder::new()
+    ///     .idle_policy(bwos::IdlePolicy::Balanced)
+    ///     .yield_to_victim(true)
+    ///     .build()?;
+    /// assert_eq!(pool.install(|| bwos::join(|| 1, || 2)), (1, 2));
+    /// # Ok::<(), bwos::ThreadPoolBuildError>(())
+    /// ```
     pub fn yield_to_victim(mut self, enabled: bool) -> Self {
         self.yield_to_victim = enabled;
         self

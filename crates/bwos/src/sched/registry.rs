@@ -28,7 +28,7 @@ use super::latch::{CoreLatch, ThreadLatch};
 use super::queues::take_oldest;
 use super::stats::{PoolStats, WorkerCounters};
 use super::steal::WhereWorkersRun;
-use super::sync::{AtomicUsize, Ordering};
+use super::sync::{AtomicU64, AtomicUsize, Ordering};
 use super::task::pool_tasks::PoolTasks;
 use super::task::raw::Notified;
 use super::time::{Timers, Watch};
@@ -90,6 +90,9 @@ pub(crate) struct Registry {
     pub(crate) blocking: BlockingPool,
     /// The pool's timers, driven by its workers (see `time/mod.rs`).
     pub(crate) timers: Timers,
+    /// Panics of detached jobs that no handler took
+    /// ([`PoolStats::unhandled_panics`]).
+    unhandled_panics: AtomicU64,
 }
 
 impl Registry {
@@ -130,6 +133,7 @@ impl Registry {
             running_workers: AtomicUsize::new(n - usize::from(options.uses_building_thread)),
             blocking: BlockingPool::new(options.max_blocking_threads, options.blocking_keep_alive),
             timers: Timers::new(),
+            unhandled_panics: AtomicU64::new(0),
             options,
             driver: DriverSlot::default(),
         }
@@ -154,6 +158,8 @@ impl Registry {
         for counters in self.counters.iter() {
             counters.add_to(&mut sum);
         }
+        // Relaxed: a count; it publishes nothing.
+        sum.unhandled_panics = self.unhandled_panics.load(Ordering::Relaxed);
         sum
     }
 
@@ -492,24 +498,28 @@ impl Registry {
         self.options.breadth_first
     }
 
-    /// A panic nobody waits for: the handler gets it, or the process aborts
-    /// (a lost panic would be a silent failure).
+    /// A panic nobody waits for: the handler gets it; without a handler
+    /// (or when the handler panics too) it is reported on stderr, after
+    /// the panic hook's own message, counted in
+    /// [`PoolStats::unhandled_panics`] and dropped, and the pool carries on.
+    /// Never an abort: the panic is the user's.
     pub(crate) fn handle_panic(&self, payload: Box<dyn Any + Send>) {
-        match &self.options.panic_handler {
-            Some(handler) => {
-                if panic::catch_unwind(AssertUnwindSafe(|| handler(payload))).is_err() {
-                    eprintln!("bwos: the panic handler panicked; aborting");
-                    std::process::abort();
+        let reason = match &self.options.panic_handler {
+            Some(handler) => match panic::catch_unwind(AssertUnwindSafe(|| handler(payload))) {
+                Ok(()) => return,
+                Err(handler_panic) => {
+                    drop_payload(handler_panic);
+                    "the pool's panic handler panicked on it"
                 }
-            }
+            },
             None => {
-                eprintln!(
-                    "bwos: a spawned job panicked and the pool has no panic handler \
-                     (ThreadPoolBuilder::panic_handler); aborting"
-                );
-                std::process::abort();
+                drop_payload(payload);
+                "the pool has no panic handler (ThreadPoolBuilder::panic_handler)"
             }
-        }
+        };
+        // Relaxed: a count; it publishes nothing.
+        self.unhandled_panics.fetch_add(1, Ordering::Relaxed);
+        eprintln!("bwos: a spawned job panicked and {reason}; the pool carries on");
     }
 
     pub(crate) fn increment_terminate_count(&self) {
@@ -578,5 +588,14 @@ where
 impl WhereWorkersRun for Registry {
     fn cpu_of(&self, index: usize) -> Option<u32> {
         self.balance.cpu_of(index)
+    }
+}
+
+/// Drops a panic payload whose destructor may itself panic (a payload is
+/// any type): that second panic is caught and dropped as well, leaking its
+/// own payload rather than unwinding out of the scheduler.
+fn drop_payload(payload: Box<dyn Any + Send>) {
+    if let Err(second) = panic::catch_unwind(AssertUnwindSafe(|| drop(payload))) {
+        std::mem::forget(second);
     }
 }

@@ -28,6 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub struct PoolStats {
     /// Jobs taken from another worker's queue (a block counts once).
     pub steals: u64,
@@ -62,6 +63,11 @@ pub struct PoolStats {
     /// Items of work-list runs that went to the shared spill because
     /// their participant's queue was full.
     pub worklist_spilled: u64,
+    /// Detached jobs ([`spawn`](crate::spawn), `spawn_broadcast`) whose
+    /// panic no [panic handler](crate::ThreadPoolBuilder::panic_handler)
+    /// took: each was reported on stderr and dropped, and the pool carried
+    /// on (rayon aborts the process instead).
+    pub unhandled_panics: u64,
 }
 
 impl fmt::Display for PoolStats {
@@ -69,7 +75,7 @@ impl fmt::Display for PoolStats {
         write!(
             f,
             "steals {} (failed attempts {}), sleeps {}, wake-ups {}, credits earned {} / spent {}, \
-             yields to victim {}, work-list steals {} ({} items), spilled {}",
+             yields to victim {}, work-list steals {} ({} items), spilled {}, unhandled panics {}",
             self.steals,
             self.failed_steals,
             self.sleeps,
@@ -79,7 +85,8 @@ impl fmt::Display for PoolStats {
             self.yields_to_victim,
             self.worklist_steals,
             self.worklist_items_stolen,
-            self.worklist_spilled
+            self.worklist_spilled,
+            self.unhandled_panics
         )
     }
 }

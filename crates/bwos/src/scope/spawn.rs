@@ -12,9 +12,11 @@ use crate::sched::registry::Registry;
 
 /// Runs `func` on the current pool (the global pool outside pools),
 /// detached: nobody waits for it, so it must be `'static`. A panic goes to
-/// the pool's panic handler ([`ThreadPoolBuilder::panic_handler`]), or
-/// aborts the process if there is none. The pool stays alive until `func`
-/// has run.
+/// the pool's panic handler ([`ThreadPoolBuilder::panic_handler`]); without
+/// one it is reported on stderr and counted in
+/// [`PoolStats::unhandled_panics`](crate::PoolStats::unhandled_panics),
+/// and the pool carries on (rayon aborts the process here). The pool stays
+/// alive until `func` has run.
 ///
 /// [`ThreadPoolBuilder::panic_handler`]: crate::ThreadPoolBuilder::panic_handler
 ///

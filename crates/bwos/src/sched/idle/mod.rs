@@ -32,8 +32,7 @@
 //!   `bwos-bench corun` (2-core VM, 5 repetitions) it fired 8 times in a
 //!   whole fib + tree co-run (0 times in a later one) and changed neither
 //!   fairness nor throughput beyond the noise, so it is off by default
-//!   (the hidden builder switch `yield_to_victim` turns it on for
-//!   measurements).
+//!   (`ThreadPoolBuilder::yield_to_victim` turns it on).
 //!
 //! # No lost wake-up
 //! None of the above is needed for correctness. Any sleep goes through
@@ -88,6 +87,7 @@ use sleep::SleepOutcome;
 /// # Ok::<(), bwos::ThreadPoolBuildError>(())
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum IdlePolicy {
     /// Never give the core up while another worker is busy: thieves spin
     /// (with a short backoff) until they find work. The BWS paper's "no

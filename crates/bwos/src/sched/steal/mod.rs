@@ -97,6 +97,7 @@ pub enum StealPolicy {
 /// and taking more than one hands the thief jobs the victim would have
 /// reached soon (measured: see the README's policy table).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StealBatch {
     /// The oldest stealable job.
     #[default]
