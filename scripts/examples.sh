@@ -3,7 +3,9 @@
 # servers against real clients: echo_server (bash's /dev/tcp), http_server
 # (curl over HTTP/1.1 and HTTP/2 prior knowledge, then fan_out against it),
 # axum_server (curl). Each server listens on port 0 and prints
-# `listening on ADDR`; the script reads ADDR from that line.
+# `listening on ADDR`; the script reads ADDR from that line. Then the
+# join, scope, worklist and fork examples, and examples/rayon-app (a rayon
+# program patched onto the drop-in).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -58,3 +60,13 @@ echo "ok   fan_out: 200 requests through JoinSet and timeout"
 axum_addr=$(start axum_server)
 expect "axum_server /" "$(curl -sS "http://$axum_addr/")" "Hello, world!"
 expect "axum_server /users/7" "$(curl -sS "http://$axum_addr/users/7")" "user 7"
+
+# The fork/join, scope, work-list and async fork examples check their own
+# results (assert) and exit non-zero on a wrong one.
+for example in join scope worklist fork; do
+    timeout 120 "$bin/$example" >"$log/$example.out"
+    echo "ok   $example: $(head -1 "$log/$example.out")"
+done
+
+echo "== examples/rayon-app: a rayon program on the drop-in through [patch]"
+CARGO_TARGET_DIR=target/rayon-app cargo run --quiet --release --manifest-path examples/rayon-app/Cargo.toml

@@ -6,6 +6,7 @@ mod asyncrt;
 mod corun;
 mod forkjoin;
 mod header;
+mod headline;
 mod http;
 mod options;
 mod queue;
@@ -68,6 +69,11 @@ enum Command {
     /// others next to the first's, as `forkjoin.json`, `async.json`,
     /// `http.json`, `corun.json`, `rayon.json` and `worklist.json`).
     Report(ReportArgs),
+    /// The README's headline table: bwos against crossbeam-deque (queue),
+    /// rayon and chili (fork/join), tokio and smol (async tasks, HTTP),
+    /// from short runs in one process (about 8 minutes; `--quick`: one);
+    /// `--write README.md` puts it between the README's markers.
+    Headline(headline::HeadlineArgs),
     /// One program of a co-run (started by `corun`; not for direct use).
     #[command(hide = true)]
     CorunChild(corun::ChildArgs),
@@ -142,6 +148,7 @@ fn main() -> ExitCode {
             unreachable!("handled above")
         }
         Command::Report(args) => run_report(&header, args),
+        Command::Headline(args) => run_headline(&header, args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -150,6 +157,18 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The headline table: printed, and written into `--write`'s file.
+fn run_headline(header: &header::Header, args: &headline::HeadlineArgs) -> std::io::Result<()> {
+    let rows = headline::run(args)?;
+    let generated = headline::render(header, &rows);
+    print!("\n{generated}");
+    if let Some(path) = &args.write {
+        headline::write_into(path, &generated)?;
+        println!("\nwritten into {}", path.display());
+    }
+    Ok(())
 }
 
 /// Every experiment in turn, with `report`'s settings.

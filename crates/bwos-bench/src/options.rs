@@ -70,6 +70,13 @@ pub struct ThreadCounts {
 }
 
 impl ThreadCounts {
+    /// The counts `threads`, as if typed.
+    pub fn of(threads: &[u32]) -> ThreadCounts {
+        ThreadCounts {
+            threads: threads.to_vec(),
+        }
+    }
+
     /// The counts asked for, or `default()` if none were.
     pub fn or_else(&self, default: impl FnOnce() -> Vec<usize>) -> Vec<usize> {
         if self.threads.is_empty() {

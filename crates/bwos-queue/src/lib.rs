@@ -78,6 +78,8 @@
 //! `RUSTFLAGS="--cfg bwos_loom"`. The single-threaded tests also run under Miri.
 
 #![warn(missing_docs)]
+// docs.rs: mark what each feature adds (none yet; kept with the metadata).
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod block;
 mod config;
@@ -90,3 +92,8 @@ mod sync;
 
 pub use config::{Config, ConfigError, MAX_BLOCK_SIZE, MAX_NUM_BLOCKS, MIN_NUM_BLOCKS};
 pub use steal::Steal;
+
+/// The crate README's example, compiled and run as a doc test.
+#[cfg(all(doctest, not(bwos_loom)))]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

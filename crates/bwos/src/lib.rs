@@ -14,6 +14,30 @@
 //! assert_eq!(sum(&values), 4_999_950_000);
 //! ```
 //!
+//! # Coming from rayon, tokio or crossbeam
+//! One pool serves all of it; the names are those of the crate you know.
+//!
+//! | you know | in bwos | notes |
+//! |---|---|---|
+//! | `rayon::join`, `scope`, `scope_fifo`, `in_place_scope` | [`join`], [`scope`], [`scope_fifo`], [`in_place_scope`] | same signatures; children may borrow |
+//! | `rayon::spawn`, `spawn_fifo`, `broadcast` | [`spawn`], [`spawn_fifo`], [`broadcast`] | a panic without a handler is reported, not an abort |
+//! | `rayon::ThreadPoolBuilder`, `ThreadPool::install` | [`ThreadPoolBuilder`], [`ThreadPool::install`] | plus steal/idle policies, [`PoolStats`] |
+//! | rayon's parallel iterators | the `rayon-core` drop-in (`[patch]`) | rayon itself runs on bwos |
+//! | `tokio::spawn`, `JoinHandle`, `JoinSet`, `spawn_blocking`, `yield_now` | [`task::spawn`], [`task::JoinHandle`], [`task::JoinSet`], [`task::spawn_blocking`], [`task::yield_now`] | `Send + 'static` futures, as tokio's |
+//! | `Runtime::spawn`, `Runtime::block_on` | [`ThreadPool::spawn_task`], [`ThreadPool::block_on`] | `spawn` is rayon's closure spawn, hence `spawn_task` |
+//! | `futures::executor::block_on` | [`block_on`] | polls on the calling thread, no `Send` bound; the future's tasks go to the pool |
+//! | `tokio::time::{sleep, timeout, interval}` | [`time::sleep`], [`time::timeout`], [`time::interval`] | a timer wheel per pool, driven by its workers |
+//! | `tokio::net::{TcpListener, TcpStream, UdpSocket, UnixStream}` | [`net`] (feature `io`) | tokio's I/O traits with feature `tokio-io` |
+//! | hyper-util's `TokioExecutor`, `TokioTimer` | `bwos::hyper::{Executor, Timer}` (feature `hyper`) | |
+//! | crossbeam-deque `Worker`/`Stealer` | the `bwos-queue` crate | LIFO items are private until shared; see its docs |
+//! | (no equivalent) | [`fork::join`], [`fork::scope`] (feature `fork`) | fork/join over futures: children may await |
+//! | (no equivalent) | [`worklist::run`] | items that push more items, each processed once |
+//!
+//! Two things are spelled alike but differ: [`Scope`] is rayon's (closures)
+//! and `fork::Scope` the async one (futures); [`block_on`] runs any future,
+//! while `fork::block_on(|region| ..)` runs a *region* whose fork joins
+//! suspend instead of waiting (see [`fork`]).
+//!
 //! # How it works
 //! Each worker owns a LIFO BWoS queue (`bwos-queue`): it pushes and pops
 //! its own jobs without atomic read-modify-write or fences, and idle
@@ -71,6 +95,8 @@
 //! their models, `src/loom_models/`, one file per protocol).
 
 #![warn(missing_docs)]
+// docs.rs: mark what each feature adds.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 // A loom build holds only the protocol cores, used by the loom models alone.
 #![cfg_attr(bwos_loom, allow(dead_code))]
 
@@ -171,8 +197,7 @@ pub use bwos_queue::Config as QueueConfig;
 #[cfg(all(test, bwos_loom))]
 mod loom_models;
 
-/// The README's examples (runtime and queue), compiled and run as doc
-/// tests.
+/// The crate README's examples, compiled and run as doc tests.
 #[cfg(all(doctest, not(bwos_loom)))]
-#[doc = include_str!("../../../README.md")]
+#[doc = include_str!("../README.md")]
 struct ReadmeDoctests;

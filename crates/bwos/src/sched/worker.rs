@@ -403,7 +403,7 @@ impl WorkerThread {
     /// Inlined into the scheduler loop, with the every-61st-task look out
     /// of line: the look at the driver and the timers made the function
     /// too big to inline, which cost 2% more instructions on a task
-    /// spawn/wake loop (callgrind, `examples/spawn_wake.rs`).
+    /// spawn/wake loop (callgrind, `bwos-bench/examples/spawn_wake.rs`).
     #[inline(always)]
     fn take_local_task(&self) -> Option<Notified> {
         let ticks = self.task_ticks.get().wrapping_add(1);

@@ -4,17 +4,13 @@
 //! median of several runs of each, interleaved:
 //!
 //! ```text
-//! cargo run --release -p bwos --example fork_fib -- 2 27 9
+//! cargo run --release -p bwos-bench --example fork_fib -- 2 27 9
 //! ```
 //!
 //! Arguments: threads (default 2), n (default 27), runs (default 9).
 
-#![cfg_attr(bwos_loom, allow(dead_code, unused))]
-
-#[cfg(not(bwos_loom))]
 use bwos::fork::{self, Boxed, Region};
 
-#[cfg(not(bwos_loom))]
 fn fib_join(n: u64) -> u64 {
     if n < 2 {
         return n;
@@ -23,7 +19,6 @@ fn fib_join(n: u64) -> u64 {
     a + b
 }
 
-#[cfg(not(bwos_loom))]
 fn fib_fork(n: u64) -> Boxed<'static, u64> {
     fork::boxed(async move {
         if n < 2 {
@@ -34,7 +29,6 @@ fn fib_fork(n: u64) -> Boxed<'static, u64> {
     })
 }
 
-#[cfg(not(bwos_loom))]
 fn fib_region<'s, 'env>(region: Region<'s, 'env>, n: u64) -> Boxed<'s, u64> {
     fork::boxed(async move {
         if n < 2 {
@@ -47,11 +41,6 @@ fn fib_region<'s, 'env>(region: Region<'s, 'env>, n: u64) -> Boxed<'s, u64> {
     })
 }
 
-/// A loom build of the crate has no runtime.
-#[cfg(bwos_loom)]
-fn main() {}
-
-#[cfg(not(bwos_loom))]
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     use std::time::{Duration, Instant};
 

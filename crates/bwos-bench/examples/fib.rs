@@ -2,15 +2,12 @@
 //! under `valgrind --tool=callgrind` for instruction counts per join:
 //!
 //! ```text
-//! cargo build --release -p bwos --example fib
+//! cargo build --release -p bwos-bench --example fib
 //! valgrind --tool=callgrind target/release/examples/fib 1 25
 //! ```
 //!
 //! Arguments: threads (default 1) and n (default 30).
 
-#![cfg_attr(bwos_loom, allow(dead_code, unused))]
-
-#[cfg(not(bwos_loom))]
 fn fib(n: u64) -> u64 {
     if n < 2 {
         return n;
@@ -26,11 +23,6 @@ fn fib_serial(n: u64) -> u64 {
     fib_serial(n - 1) + fib_serial(n - 2)
 }
 
-/// A loom build of the crate has no runtime.
-#[cfg(bwos_loom)]
-fn main() {}
-
-#[cfg(not(bwos_loom))]
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let threads: usize = args.next().map_or(Ok(1), |a| a.parse())?;

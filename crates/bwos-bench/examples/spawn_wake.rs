@@ -4,21 +4,14 @@
 //! instruction counts of the executor:
 //!
 //! ```text
-//! cargo build --release -p bwos --example spawn_wake
+//! cargo build --release -p bwos-bench --example spawn_wake
 //! valgrind --tool=callgrind target/release/examples/spawn_wake [tasks] [yields]
 //! ```
 //!
 //! Prints the sum of the tasks' outputs, which the run checks.
 
-#![cfg_attr(bwos_loom, allow(dead_code, unused))]
-
 use std::process::ExitCode;
 
-/// A loom build of the crate has no runtime.
-#[cfg(bwos_loom)]
-fn main() {}
-
-#[cfg(not(bwos_loom))]
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let (Some(tasks), Some(yields)) = (
