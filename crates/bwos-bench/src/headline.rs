@@ -227,6 +227,8 @@ pub fn run(args: &HeadlineArgs) -> io::Result<Vec<Row>> {
     http_args.threads = WorkerThreads { count: 2 };
     http_args.connections = vec![50, 200];
     http_args.seconds = if args.quick { 1 } else { 3 };
+    // `for_report` runs one repetition; the table wants pairs.
+    http_args.run.repetitions = run.repetitions;
     let experiment = http::run(&http_args)?;
     let mut connections: Vec<String> = Vec::new();
     for sample in &experiment.samples {
