@@ -10,13 +10,6 @@
 //! survives accept errors: out of file descriptors, it waits a little and
 //! accepts again instead of exiting or spinning.
 
-#![cfg_attr(bwos_loom, allow(dead_code, unused))]
-
-/// A loom build of the crate has no runtime.
-#[cfg(bwos_loom)]
-fn main() {}
-
-#[cfg(not(bwos_loom))]
 fn main() -> std::process::ExitCode {
     use std::process::ExitCode;
 
@@ -32,7 +25,6 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-#[cfg(not(bwos_loom))]
 async fn serve(address: &str) -> std::io::Result<()> {
     use std::time::Duration;
 

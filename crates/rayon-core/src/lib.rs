@@ -16,6 +16,13 @@
 //! handler; the error type is opaque; the deprecated `Configuration`).
 //!
 //! # Differences from rayon-core
+//! - A panic in a spawned job (`spawn`, `spawn_fifo`, `spawn_broadcast`)
+//!   when the pool has no panic handler is reported on stderr, counted in
+//!   `bwos::PoolStats::unhandled_panics`, and the pool carries on. rayon
+//!   aborts the process there.
+//! - It builds with Rust 1.88 or newer (rayon: 1.80): bwos uses edition
+//!   2024 and let chains. It depends on `bwos` without default features,
+//!   so neither mio nor stacker (and its C build step) come with it.
 //! - Jobs a worker queues stay private to it until another worker is
 //!   hungry (BWoS's blocks): work is shared at the next `join`, spawn or
 //!   scheduler step of its owner, not at once. Code that waits for a
