@@ -11,6 +11,7 @@ mod http;
 mod options;
 mod queue;
 mod queues;
+mod rayon_demo;
 mod rayon_dropin;
 mod report;
 mod services;
@@ -59,6 +60,11 @@ enum Command {
     /// drop-in (`crates/rayon-core`): seven programs, two builds, run
     /// alternately on 1 and 2 threads.
     Rayon(rayon_dropin::RayonArgs),
+    /// rayon's own benchmark suite (rayon-demo of rayon 1.12.0, from a
+    /// checkout given with `--source`) on stock rayon-core and on the
+    /// drop-in, default bench profile, builds alternating: per-benchmark
+    /// ratios and their geometric mean (nightly toolchain)
+    RayonDemo(rayon_demo::RayonDemoArgs),
     /// Parallel marking of synthetic heaps (the BWoS paper's GC use): a
     /// random graph, a wide and a deep tree, a linked list; serial marking,
     /// the bwos work list, a crossbeam-deque work list and rayon.
@@ -140,6 +146,7 @@ fn main() -> ExitCode {
         Command::Http(args) => run_http(&header, args),
         Command::Services(args) => run_services(&header, args),
         Command::Rayon(args) => run_rayon(&header, args),
+        Command::RayonDemo(args) => run_rayon_demo(&header, args),
         Command::Worklist(args) => run_worklist(&header, args),
         Command::CorunChild(_)
         | Command::ForkjoinChild(_)
@@ -280,6 +287,21 @@ fn run_rayon(header: &header::Header, args: &rayon_dropin::RayonArgs) -> std::io
     report::write_outputs(header, args.run.json.as_deref(), &body, None, |_| {
         Ok(Vec::new())
     })
+}
+
+fn run_rayon_demo(
+    header: &header::Header,
+    args: &rayon_demo::RayonDemoArgs,
+) -> std::io::Result<()> {
+    let rows = rayon_demo::run(args)?;
+    print!("{}", rayon_demo::table(&rows));
+    report::write_outputs(
+        header,
+        args.json.as_deref(),
+        &rows,
+        None,
+        |_| Ok(Vec::new()),
+    )
 }
 
 fn run_worklist(header: &header::Header, args: &worklist::WorklistArgs) -> std::io::Result<()> {
