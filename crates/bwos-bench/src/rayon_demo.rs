@@ -195,8 +195,7 @@ fn build(source: &Path, which: Build) -> io::Result<PathBuf> {
     );
     let output = Command::new("cargo")
         .args(["+nightly", "bench", "--no-run", "-p", "rayon-demo"])
-        .arg("--manifest-path")
-        .arg(dir.join("Cargo.toml"))
+        .current_dir(&dir)
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_TARGET_DIR")
         .output()?;
@@ -207,12 +206,14 @@ fn build(source: &Path, which: Build) -> io::Result<PathBuf> {
             which.name()
         )));
     }
-    // cargo names the binary on its `Executable` line.
+    // cargo names the suite's binary on its `Executable benches
+    // src/main.rs (PATH)` line, relative to the directory it ran in.
     stderr
         .lines()
         .find_map(|line| {
             let line = line.trim();
-            line.strip_prefix("Executable ")?;
+            line.strip_prefix("Executable ")?
+                .strip_prefix("benches src/main.rs")?;
             let start = line.rfind('(')? + 1;
             Some(PathBuf::from(&line[start..line.len() - 1]))
         })
