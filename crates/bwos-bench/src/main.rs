@@ -273,11 +273,12 @@ fn run_rayon(header: &header::Header, args: &rayon_dropin::RayonArgs) -> std::io
     println!(
         "both builds: release, codegen-units = {}",
         args.codegen_units
+            .map_or("the profile's default (16)".to_string(), |n| n.to_string())
     );
     print!("{}", rayon_dropin::table(&rows));
     #[derive(serde::Serialize)]
     struct Body<'a> {
-        codegen_units: u32,
+        codegen_units: Option<u32>,
         rows: &'a [rayon_dropin::Row],
     }
     let body = Body {

@@ -156,8 +156,20 @@ fn replace_in(path: &Path, old: &str, new: &str) -> io::Result<()> {
 fn build(source: &Path, which: Build) -> io::Result<PathBuf> {
     let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = crate_dir.join("../../target/rayon-demo").join(which.name());
+    // A fresh copy of the sources; the copy's `target` stays, so that a
+    // second run rebuilds only what changed (the drop-in).
     if dir.exists() {
-        fs::remove_dir_all(&dir)?;
+        for entry in fs::read_dir(&dir)? {
+            let entry = entry?;
+            if entry.file_name() == "target" {
+                continue;
+            }
+            if entry.file_type()?.is_dir() {
+                fs::remove_dir_all(entry.path())?;
+            } else {
+                fs::remove_file(entry.path())?;
+            }
+        }
     }
     copy_tree(source, &dir)?;
     // The visualizer needs OpenGL and a window system: left out.

@@ -16,17 +16,14 @@
 //! (`getrusage`): what a pool costs the machine once its work is done,
 //! spinning before sleeping included.
 //!
-//! Both builds use one codegen unit by default (`--codegen-units`). With
-//! rustc's default of 16 the generic code of a rayon program is split
-//! among units by heuristics that any change of the linked code moves:
-//! whether a fold's inner loop is inlined into rayon's splitting function
-//! (its state in registers) or called across units (its state stored and
-//! reloaded per element) then decides the result. With 16 units,
-//! `map-filter-collect` ran 2x faster on stock rayon only because its
-//! loop landed in the splitter's unit there and in another one in the
-//! bwos build; with one unit both builds run the same loop (callgrind:
-//! 40.9 M and 40.2 M instructions at scale 0.1, against 36.3 M and 52.9 M
-//! with 16 units).
+//! Both builds use the default release profile, as a user's program does
+//! (rustc's 16 codegen units). `--codegen-units N` sets a count for both,
+//! to separate what the runtime costs from where rustc's partitioning puts
+//! a program's generic code: with 16 units the fold of a rayon program may
+//! or may not be inlined into rayon's splitting function depending on
+//! which units the linked code lands in (`map-filter-collect` once ran 2x
+//! faster on stock rayon for that reason alone; with one unit both builds
+//! ran the same loop, 40.9 M and 40.2 M instructions at scale 0.1).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -66,10 +63,10 @@ pub struct RayonArgs {
     /// `--threads`.
     #[command(flatten)]
     pub threads: ThreadCounts,
-    /// Codegen units of both release builds (rustc's default is 16; see
-    /// the module docs for why the bench uses 1).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
-    pub codegen_units: u32,
+    /// Codegen units of both release builds (default: the default release
+    /// profile's, which users get; see the module docs)
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub codegen_units: Option<u32>,
 }
 
 impl RayonArgs {
@@ -82,7 +79,7 @@ impl RayonArgs {
                 ..run
             },
             threads: ThreadCounts::default(),
-            codegen_units: 1,
+            codegen_units: None,
         }
     }
 }
@@ -171,8 +168,9 @@ pub fn run(args: &RayonArgs) -> std::io::Result<Vec<Row>> {
 }
 
 /// Writes the manifest of one build next to the others' target directory
-/// and builds it in release mode with `codegen_units`; returns the binary.
-fn build(which: Build, codegen_units: u32) -> std::io::Result<PathBuf> {
+/// and builds it in release mode (with `codegen_units` if given); returns
+/// the binary.
+fn build(which: Build, codegen_units: Option<u32>) -> std::io::Result<PathBuf> {
     let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     let source = crate_dir.join("rayon-programs/main.rs");
     let drop_in = crate_dir.join("../rayon-core");
@@ -182,10 +180,11 @@ fn build(which: Build, codegen_units: u32) -> std::io::Result<PathBuf> {
     };
     let dir = crate_dir.join("../../target/rayon-programs").join(name);
     std::fs::create_dir_all(&dir)?;
+    let units = codegen_units.map_or(String::new(), |n| format!("codegen-units = {n}\n"));
     let mut manifest = format!(
         "[package]\nname = \"rayon-programs-{name}\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\
          publish = false\n\n[[bin]]\nname = \"rayon-programs\"\npath = {source:?}\n\n\
-         [dependencies]\nrayon = \"=1.12.0\"\nlibc = \"0.2\"\n\n[profile.release]\ndebug = 1\ncodegen-units = {codegen_units}\n\n\
+         [dependencies]\nrayon = \"=1.12.0\"\nlibc = \"0.2\"\n\n[profile.release]\ndebug = 1\n{units}\n\
          [workspace]\n"
     );
     if which == Build::Bwos {
