@@ -296,10 +296,16 @@ fn run_rayon_demo(
 ) -> std::io::Result<()> {
     let rows = rayon_demo::run(args)?;
     print!("{}", rayon_demo::table(&rows));
+    // The JSON body is an object: the header's fields sit beside `rows`.
+    #[derive(serde::Serialize)]
+    struct Body<'a> {
+        rows: &'a [rayon_demo::Row],
+    }
+    let body = Body { rows: &rows };
     report::write_outputs(
         header,
         args.json.as_deref(),
-        &rows,
+        &body,
         None,
         |_| Ok(Vec::new()),
     )
