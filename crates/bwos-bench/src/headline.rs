@@ -139,6 +139,14 @@ pub fn run(args: &HeadlineArgs) -> io::Result<Vec<Row>> {
         json: None,
     };
     let mut rows = Vec::new();
+    // One row per peer of an experiment, bwos against each.
+    let mut add = |points: &[Point], peers: &[&'static str], better: Better, workload: &str| {
+        rows.extend(
+            peers
+                .iter()
+                .filter_map(|&peer| compare(points, "bwos", peer, better, workload)),
+        );
+    };
 
     eprintln!("headline: queue (owner alone and with one thief)");
     let samples = queue::run(&queue::QueueArgs {
@@ -164,13 +172,12 @@ pub fn run(args: &HeadlineArgs) -> io::Result<Vec<Row>> {
             value: s.ops_per_sec,
         })
         .collect();
-    rows.extend(compare(
+    add(
         &points,
-        "bwos",
-        "crossbeam-deque",
+        &["crossbeam-deque"],
         Better::Higher,
         "queue operations/s: owner alone and with one thief, LIFO and FIFO (BWoS Fig. 10-11)",
-    ));
+    );
 
     eprintln!("headline: forkjoin (16 kernels, 2 threads)");
     let mut forkjoin_args =
@@ -191,15 +198,12 @@ pub fn run(args: &HeadlineArgs) -> io::Result<Vec<Row>> {
             value: s.seconds,
         })
         .collect();
-    for peer in ["rayon", "chili"] {
-        rows.extend(compare(
-            &points,
-            "bwos",
-            peer,
-            Better::Lower,
-            "fork/join time: the Nowa suite's 16 kernels, 2 threads",
-        ));
-    }
+    add(
+        &points,
+        &["rayon", "chili"],
+        Better::Lower,
+        "fork/join time: the Nowa suite's 16 kernels, 2 threads",
+    );
 
     eprintln!("headline: async (tokio's scheduler benchmarks)");
     let samples = asyncrt::run(&asyncrt::AsyncArgs::for_report(run.clone()));
@@ -212,15 +216,12 @@ pub fn run(args: &HeadlineArgs) -> io::Result<Vec<Row>> {
             value: s.micros,
         })
         .collect();
-    for peer in ["tokio", "smol"] {
-        rows.extend(compare(
-            &points,
-            "bwos",
-            peer,
-            Better::Lower,
-            "async task time: tokio's 6 scheduler benchmarks, 2 workers",
-        ));
-    }
+    add(
+        &points,
+        &["tokio", "smol"],
+        Better::Lower,
+        "async task time: tokio's 6 scheduler benchmarks, 2 workers",
+    );
 
     eprintln!("headline: http (hyper hello world under wrk)");
     let mut http_args = http::HttpArgs::for_report(run.clone(), PlotOption::default());
@@ -247,19 +248,16 @@ pub fn run(args: &HeadlineArgs) -> io::Result<Vec<Row>> {
             value: s.requests_per_sec,
         })
         .collect();
-    for peer in ["tokio", "smol"] {
-        rows.extend(compare(
-            &points,
-            "bwos",
-            peer,
-            Better::Higher,
-            &format!(
-                "HTTP/1.1 requests/s: hyper hello world, {} connections, {}",
-                connections.join(" and "),
-                experiment.load_generator.describe()
-            ),
-        ));
-    }
+    add(
+        &points,
+        &["tokio", "smol"],
+        Better::Higher,
+        &format!(
+            "HTTP/1.1 requests/s: hyper hello world, {} connections, {}",
+            connections.join(" and "),
+            experiment.load_generator.describe()
+        ),
+    );
     Ok(rows)
 }
 
