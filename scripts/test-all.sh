@@ -30,11 +30,12 @@ echo "== a user's crate that runs its own loom models (RUSTFLAGS=\"--cfg loom\",
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/downstream-loom \
     cargo test --manifest-path tests/downstream-loom/Cargo.toml
 
-echo "== Miri: the queue's non-loom tests, the async task allocation's, fork's frames and cancellation, the work list's item storage"
+echo "== Miri: the queue's non-loom tests, the frame cache and the heap jobs in it (spawns in a scope), the async task allocation's, fork's frames and cancellation, the work list's item storage"
 if ! cargo +nightly miri --version >/dev/null 2>&1; then
     rustup component add --toolchain nightly miri rust-src
 fi
 cargo +nightly miri test -p bwos-queue
+cargo +nightly miri test -p bwos --lib -- sched::frame_cache sched::job scope::tests
 cargo +nightly miri test -p bwos --lib task::
 cargo +nightly miri test -p bwos --lib fork::
 cargo +nightly miri test -p bwos --lib worklist::

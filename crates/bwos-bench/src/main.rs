@@ -15,6 +15,7 @@ mod rayon_demo;
 mod rayon_dropin;
 mod report;
 mod services;
+mod small;
 mod stats;
 mod worklist;
 
@@ -56,6 +57,11 @@ enum Command {
     /// Timers (100,000 sleeping tasks, timeouts that fire and that do
     /// not) and spawn_blocking (10,000 short closures) on bwos and tokio.
     Services(services::ServicesArgs),
+    /// The smallest units of parallel work against the serial loop: a
+    /// million scope spawns of a tiny body, 100,000 of a ~1 us body, a
+    /// 1,023-node tree summed back to back and entered from outside; bwos,
+    /// rayon and chili.
+    Small(small::SmallArgs),
     /// rayon's parallel iterators on stock rayon-core and on the bwos
     /// drop-in (`crates/rayon-core`): seven programs, two builds, run
     /// alternately on 1 and 2 threads.
@@ -145,6 +151,7 @@ fn main() -> ExitCode {
         Command::Async(args) => run_async(&header, args),
         Command::Http(args) => run_http(&header, args),
         Command::Services(args) => run_services(&header, args),
+        Command::Small(args) => run_small(&header, args),
         Command::Rayon(args) => run_rayon(&header, args),
         Command::RayonDemo(args) => run_rayon_demo(&header, args),
         Command::Worklist(args) => run_worklist(&header, args),
@@ -252,6 +259,13 @@ fn run_async(header: &header::Header, args: &asyncrt::AsyncArgs) -> std::io::Res
 fn run_services(header: &header::Header, args: &services::ServicesArgs) -> std::io::Result<()> {
     let samples = services::run(args);
     print!("{}", services::tables(&samples));
+    let no_plots = &options::PlotOption::default();
+    report::write_samples(header, &args.run, no_plots, &samples, |_, _| Ok(Vec::new()))
+}
+
+fn run_small(header: &header::Header, args: &small::SmallArgs) -> std::io::Result<()> {
+    let samples = small::run(args);
+    print!("{}", small::tables(&samples, args.threads.count));
     let no_plots = &options::PlotOption::default();
     report::write_samples(header, &args.run, no_plots, &samples, |_, _| Ok(Vec::new()))
 }

@@ -7,7 +7,7 @@
 //! future's `poll` and `drop`, one per future type. Its frame goes back to
 //! the cache in the poll that finishes the future.
 //!
-//! [frame cache]: super::frame_cache
+//! [frame cache]: crate::sched::frame_cache
 
 use std::alloc::Layout;
 use std::future::Future;
@@ -17,7 +17,7 @@ use std::pin::Pin;
 use std::ptr::{self, NonNull};
 use std::task::{Context, Poll};
 
-use super::frame_cache::{allocate, free};
+use crate::sched::frame_cache::{allocate, free};
 
 /// Monomorphized frame operations of a future type `F`.
 struct FrameOps<F>(PhantomData<F>);
@@ -368,14 +368,32 @@ pub(super) mod tests {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    /// Polls `future` once with a no-op waker; it must be ready (the frame
-    /// cache's tests use it too).
-    pub(in crate::fork) fn poll_ready<F: Future + Unpin>(mut future: F) -> F::Output {
+    /// Polls `future` once with a no-op waker; it must be ready.
+    fn poll_ready<F: Future + Unpin>(mut future: F) -> F::Output {
         let mut cx = Context::from_waker(std::task::Waker::noop());
         match Pin::new(&mut future).poll(&mut cx) {
             Poll::Ready(value) => value,
             Poll::Pending => panic!("the future was not ready"),
         }
+    }
+
+    #[test]
+    fn the_poll_that_finishes_a_future_frees_its_frame_for_the_next() {
+        let first = boxed(async { [7u64; 4] });
+        let address = first.frame();
+        drop(first);
+        let mut second = boxed(async { [8u64; 4] });
+        assert_eq!(second.frame(), address, "the freed frame is reused");
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        assert_eq!(Pin::new(&mut second).poll(&mut cx), Poll::Ready([8; 4]));
+        assert_eq!(second.frame(), None, "a finished future's frame is freed");
+        let third = boxed(async { [9u64; 4] });
+        assert_eq!(
+            third.frame(),
+            address,
+            "the frame freed by the poll is reused"
+        );
+        drop(third);
     }
 
     #[test]

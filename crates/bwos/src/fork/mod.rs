@@ -127,7 +127,6 @@
 mod boundary;
 mod boxed;
 mod child;
-mod frame_cache;
 mod join;
 mod region;
 mod scope;

@@ -1,14 +1,17 @@
 //! Jobs: a pointer plus the function that runs what it points to.
 //!
 //! Front ends decide where a job lives: [`StackJob`] on the stack of the
-//! frame that waits for it (`join`, `install`), [`HeapJob`] in a box that
-//! the job frees when it runs (`spawn`, `Scope::spawn`). Queues carry the
-//! two-word [`JobRef`].
+//! frame that waits for it (`join`, `install`), [`HeapJob`] in a frame of
+//! the per-thread frame cache that the job frees when it runs (`spawn`,
+//! `Scope::spawn`). Queues carry the two-word [`JobRef`].
 
+use std::alloc::Layout;
 use std::any::Any;
 use std::cell::UnsafeCell;
 use std::panic::{self, AssertUnwindSafe};
+use std::ptr::NonNull;
 
+use super::frame_cache;
 use super::latch::Latch;
 
 /// A type-erased reference to a job, as queues carry it.
@@ -147,22 +150,39 @@ impl<L: Latch, F: FnOnce() -> R + Send, R: Send> StackJob<L, F, R> {
     }
 }
 
-/// A job in a box, freed when it runs. Its closure handles its own panics
-/// (a scope records them, `spawn` hands them to the panic handler).
+/// A job on the heap, freed when it runs. Its closure handles its own
+/// panics (a scope records them, `spawn` hands them to the panic handler).
+///
+/// The job's memory is a frame of the calling thread's [frame
+/// cache](super::frame_cache), not a `Box`: a loop of spawns allocates
+/// jobs of one size on the spawning worker, and the workers that run them
+/// free them, as fast as they come (see the cache's module docs for what
+/// the global allocator costs there).
 pub(crate) struct HeapJob<F> {
     func: F,
 }
 
 impl<F: FnOnce() + Send> HeapJob<F> {
-    /// Boxes `func` and returns the only reference to it; the job is freed
-    /// when that reference executes. Dropping the reference leaks the job.
+    const LAYOUT: Layout = Layout::new::<HeapJob<F>>();
+
+    /// Moves `func` to the heap and returns the only reference to it; the
+    /// job is freed when that reference executes. Dropping the reference
+    /// leaks the job.
     ///
     /// The closure may borrow data that the caller guarantees to keep
     /// alive until the job has run (a scope waits for its jobs).
     pub(crate) fn into_job_ref(func: F) -> JobRef {
-        let job = Box::into_raw(Box::new(HeapJob { func }));
+        let job: NonNull<Self> = if Self::LAYOUT.size() == 0 {
+            // A zero-sized job needs no memory (and the cache serves none).
+            NonNull::dangling()
+        } else {
+            frame_cache::allocate(Self::LAYOUT).cast()
+        };
+        // SAFETY: `job` is valid for writes of a `HeapJob<F>`: a fresh
+        // frame of its layout, or dangling and aligned for a zero-sized one.
+        unsafe { job.write(HeapJob { func }) };
         JobRef {
-            data: job.cast_const().cast(),
+            data: job.as_ptr().cast_const().cast(),
             execute: Self::execute_erased,
         }
     }
@@ -170,10 +190,19 @@ impl<F: FnOnce() + Send> HeapJob<F> {
     /// # Safety
     /// `this` came from `into_job_ref` for this `F` and runs once.
     unsafe fn execute_erased(this: *const ()) {
-        // SAFETY: the caller guarantees the pointer came from `Box::into_raw`
-        // of a `HeapJob<F>` and that this is its only execution.
-        let job = unsafe { Box::from_raw(this.cast::<Self>().cast_mut()) };
-        (job.func)();
+        let job = this.cast::<Self>().cast_mut();
+        // SAFETY: the caller guarantees the pointer came from
+        // `into_job_ref` for this `F` and that this is its only execution:
+        // the job is initialized and nobody else reads it.
+        let HeapJob { func } = unsafe { job.read() };
+        if Self::LAYOUT.size() != 0 {
+            // Freed before the closure runs, so that the spawns it makes
+            // reuse the frame while it is hot.
+            // SAFETY: the frame came from `allocate(Self::LAYOUT)` and was
+            // read out above; nothing uses it afterwards.
+            unsafe { frame_cache::free(NonNull::new_unchecked(job).cast(), Self::LAYOUT) };
+        }
+        func();
     }
 }
 
@@ -215,5 +244,115 @@ impl Drop for AbortOnUnwind {
             self.what
         );
         std::process::abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Counts its drops: a job's captures are dropped exactly once, when
+    /// its closure has run.
+    struct DropCounter(Arc<AtomicUsize>);
+
+    impl Drop for DropCounter {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn a_heap_job_runs_once_and_drops_its_captures_once() {
+        let ran = Arc::new(AtomicUsize::new(0));
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let jobs: Vec<JobRef> = (0..100)
+            .map(|i| {
+                let ran = Arc::clone(&ran);
+                let captured = (DropCounter(Arc::clone(&dropped)), format!("job {i}"));
+                HeapJob::into_job_ref(move || {
+                    let captured = captured;
+                    assert!(captured.1.starts_with("job "));
+                    ran.fetch_add(1, Ordering::Relaxed);
+                })
+            })
+            .collect();
+        assert_eq!(dropped.load(Ordering::Relaxed), 0);
+        for job in jobs {
+            // SAFETY: each job is executed once, while alive.
+            unsafe { job.execute() };
+        }
+        assert_eq!(ran.load(Ordering::Relaxed), 100);
+        assert_eq!(dropped.load(Ordering::Relaxed), 100);
+    }
+
+    #[test]
+    fn zero_sized_and_large_jobs_run() {
+        static RAN: AtomicUsize = AtomicUsize::new(0);
+        let zero_sized = HeapJob::into_job_ref(|| {
+            RAN.fetch_add(1, Ordering::Relaxed);
+        });
+        let big = [7u8; 4096];
+        let large = HeapJob::into_job_ref(move || {
+            RAN.fetch_add(
+                big.iter().map(|&b| usize::from(b)).sum::<usize>(),
+                Ordering::Relaxed,
+            );
+        });
+        // SAFETY: each job is executed once, while alive.
+        unsafe {
+            zero_sized.execute();
+            large.execute();
+        }
+        assert_eq!(RAN.load(Ordering::Relaxed), 1 + 7 * 4096);
+    }
+
+    #[test]
+    fn a_job_made_on_one_thread_runs_on_another() {
+        let total = Arc::new(AtomicUsize::new(0));
+        let jobs: Vec<JobRef> = (0..50)
+            .map(|i| {
+                let total = Arc::clone(&total);
+                HeapJob::into_job_ref(move || {
+                    total.fetch_add(i, Ordering::Relaxed);
+                })
+            })
+            .collect();
+        std::thread::spawn(move || {
+            for job in jobs {
+                // SAFETY: each job is executed once, while alive.
+                unsafe { job.execute() };
+            }
+        })
+        .join()
+        .expect("the thread runs the jobs");
+        assert_eq!(total.load(Ordering::Relaxed), 49 * 50 / 2);
+    }
+
+    #[test]
+    fn a_job_that_makes_a_job_of_its_size_reuses_its_frame() {
+        let second = Arc::new(std::sync::Mutex::new(None));
+        let first_address = Arc::new(AtomicUsize::new(0));
+        let first = {
+            let second = Arc::clone(&second);
+            let payload = [1u64; 3];
+            HeapJob::into_job_ref(move || {
+                let payload = payload;
+                let job = HeapJob::into_job_ref(move || assert_eq!(payload, [1; 3]));
+                *second.lock().unwrap() = Some((job.data as usize, job));
+            })
+        };
+        first_address.store(first.data as usize, Ordering::Relaxed);
+        // SAFETY: executed once, while alive.
+        unsafe { first.execute() };
+        let (address, job) = second.lock().unwrap().take().expect("made a job");
+        assert_eq!(
+            address,
+            first_address.load(Ordering::Relaxed),
+            "the frame was freed before the closure ran"
+        );
+        // SAFETY: executed once, while alive.
+        unsafe { job.execute() };
     }
 }

@@ -8,7 +8,9 @@
 //!   (`registry.rs`), and each worker's state and scheduler loop,
 //!   [`WorkerThread`](worker::WorkerThread) (`worker.rs`), with the one
 //!   order in which it looks for work;
-//! - what runs: two-word [`JobRef`](job::JobRef)s (`job.rs`), completion
+//! - what runs: two-word [`JobRef`](job::JobRef)s (`job.rs`), whose heap
+//!   jobs and `fork`'s futures live in per-thread cached frames
+//!   (`frame_cache.rs`), completion
 //!   [latches](latch) (`latch.rs`), and the async task cell (`task/`),
 //!   whose entries become jobs, and the blocking pool that runs
 //!   `spawn_blocking`'s task entries on threads of their own
@@ -38,6 +40,7 @@ pub(crate) mod context;
 pub(crate) mod current;
 pub(crate) mod driver;
 pub(crate) mod error;
+pub(crate) mod frame_cache;
 pub(crate) mod global;
 pub(crate) mod idle;
 pub(crate) mod job;

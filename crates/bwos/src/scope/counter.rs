@@ -17,6 +17,8 @@
 //! Spawns made on the owner's thread after the end of the body (by tasks it
 //! runs while waiting) do the same.
 
+use crossbeam_utils::CachePadded;
+
 use crate::sched::sync::{AtomicUsize, Ordering};
 
 /// The initial value `H`: larger than any number of spawns a scope makes
@@ -30,8 +32,12 @@ const SYNCED: usize = usize::MAX;
 /// Counts a scope's unfinished tasks.
 #[derive(Debug)]
 pub(crate) struct NowaCounter {
-    /// `H - completions + spawns elsewhere`, then the true count.
-    pending: AtomicUsize,
+    /// `H - completions + spawns elsewhere`, then the true count. On a
+    /// line of its own: the workers that complete tasks write it while the
+    /// owner writes `owner_spawns` (and its stack around the scope) at
+    /// every spawn; sharing the line cost a loop of tiny spawns a transfer
+    /// of it per spawn and completion.
+    pending: CachePadded<AtomicUsize>,
     /// Spawns by the owner's thread before the end of the body (`alpha`),
     /// then [`SYNCED`]. Written and read by the owner's thread only, with
     /// plain loads and stores: an atomic type only so the scope is `Sync`.
@@ -41,7 +47,7 @@ pub(crate) struct NowaCounter {
 impl NowaCounter {
     pub(crate) fn new() -> Self {
         NowaCounter {
-            pending: AtomicUsize::new(HUGE),
+            pending: CachePadded::new(AtomicUsize::new(HUGE)),
             owner_spawns: AtomicUsize::new(0),
         }
     }

@@ -413,3 +413,40 @@ impl ThreadPool {
         self.in_place_scope(|base| op(ScopeFifo::from_base(base)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// Spawns that borrow, nested spawns and FIFO spawns all run once on
+    /// a pool of two, their job frames moving between the workers (small
+    /// enough for Miri).
+    #[test]
+    fn spawned_jobs_run_once_across_workers() {
+        let pool = crate::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .expect("a pool");
+        let slots: Vec<AtomicU64> = (0..64).map(|_| AtomicU64::new(0)).collect();
+        pool.scope(|s| {
+            for (i, slot) in slots.iter().enumerate() {
+                s.spawn(move |s| {
+                    slot.fetch_add(1, Ordering::Relaxed);
+                    s.spawn(move |_| {
+                        slot.fetch_add(i as u64, Ordering::Relaxed);
+                    });
+                });
+            }
+        });
+        pool.scope_fifo(|s| {
+            for slot in &slots {
+                s.spawn_fifo(move |_| {
+                    slot.fetch_add(1000, Ordering::Relaxed);
+                });
+            }
+        });
+        for (i, slot) in slots.iter().enumerate() {
+            assert_eq!(slot.load(Ordering::Relaxed), 1 + i as u64 + 1000);
+        }
+    }
+}

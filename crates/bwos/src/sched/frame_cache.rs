@@ -1,14 +1,19 @@
-//! The frame cache: the memory of forked futures. [`Boxed`](super::Boxed) (in
-//! `boxed.rs`) takes its frames from here through [`allocate`] and gives
-//! them back through [`free`]: a per-thread cache of free frames instead
-//! of the global allocator.
+//! The frame cache: the memory of the work the pools run that lives on
+//! the heap, taken through [`allocate`] and given back through [`free`]: a
+//! per-thread cache of free frames instead of the global allocator. Its
+//! users are the forked futures of `fork` (`Boxed`) and the spawned jobs
+//! of `scope` and `spawn` ([`HeapJob`](super::job::HeapJob)).
 //!
 //! A recursive `async fn` must box its recursive calls (a future cannot
-//! contain itself), and `Box::pin` pays a `malloc` and a `free` per call.
-//! Every call of a recursion allocates frames of the same few sizes, and
-//! fork/join frees them as fast as it allocates them, so a free list per
-//! size class and thread serves nearly every allocation with two loads and
-//! a store.
+//! contain itself), and `Box::pin` pays a `malloc` and a `free` per call;
+//! a scope's loop of spawns pays them per spawn. Every call of a recursion
+//! and every spawn of a loop allocates frames of the same few sizes, and
+//! work stealing frees them as fast as it allocates them, so a free list
+//! per size class and thread serves nearly every allocation with two loads
+//! and a store. With glibc's allocator a job allocated on one worker and
+//! freed on another (a stolen spawn) takes its slow paths: a million tiny
+//! spawns in a scope spent half their time in `malloc` and `free`
+//! (`bwos-bench small --workload spawn-tiny`).
 //!
 //! # Memory
 //! * Sizes are rounded up to a multiple of [`GRANULE`] bytes, one cache
@@ -313,7 +318,7 @@ const fn class_of(layout: Layout) -> Option<usize> {
 
 /// A frame for `layout`: from the calling thread's cache when it has one.
 #[inline]
-pub(super) fn allocate(layout: Layout) -> NonNull<u8> {
+pub(crate) fn allocate(layout: Layout) -> NonNull<u8> {
     let Some(class) = class_of(layout) else {
         return allocate_global(layout);
     };
@@ -392,7 +397,7 @@ fn allocate_chunk() -> NonNull<u8> {
 /// # Safety
 /// `frame` came from `allocate(layout)` and is not used afterwards.
 #[inline]
-pub(super) unsafe fn free(frame: NonNull<u8>, layout: Layout) {
+pub(crate) unsafe fn free(frame: NonNull<u8>, layout: Layout) {
     let Some(class) = class_of(layout) else {
         // SAFETY: uncached frames come from the global allocator with
         // exactly this layout (see `allocate`).
@@ -444,8 +449,8 @@ fn free_slow(cache: &FrameCache, class: usize, frame: NonNull<FreeFrame>) {
 
 #[cold]
 fn allocate_global(layout: Layout) -> NonNull<u8> {
-    // SAFETY: `layout` has a nonzero size (zero-sized futures never reach
-    // here: `Boxed` stores them without a frame).
+    // SAFETY: `layout` has a nonzero size (zero-sized values never reach
+    // here: `Boxed` and `HeapJob` store them without a frame).
     let frame = unsafe { alloc::alloc(layout) };
     NonNull::new(frame).unwrap_or_else(|| alloc::handle_alloc_error(layout))
 }
@@ -453,84 +458,79 @@ fn allocate_global(layout: Layout) -> NonNull<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fork::boxed::tests::poll_ready;
-    use crate::fork::{Boxed, boxed};
-    use std::future::Future;
-    use std::pin::Pin;
-    use std::task::{Context, Poll};
+    use std::collections::HashSet;
+
+    /// A frame of `size` bytes (a multiple of 8) for `u64`s.
+    fn layout(size: usize) -> Layout {
+        Layout::from_size_align(size, 8).expect("a layout")
+    }
+
+    fn take(size: usize) -> NonNull<u8> {
+        let frame = allocate(layout(size));
+        // The frame is writable over its whole layout.
+        // SAFETY: `allocate` returned at least `size` bytes, aligned to 8.
+        unsafe { frame.as_ptr().write_bytes(0xA5, size) };
+        frame
+    }
+
+    fn give(frame: NonNull<u8>, size: usize) {
+        // SAFETY: every frame of these tests came from `take(size)`.
+        unsafe { free(frame, layout(size)) }
+    }
 
     #[test]
     fn frames_are_reused_within_a_class() {
-        let first = boxed(async { [7u64; 4] });
-        let address = first.frame();
-        drop(first);
-        let mut second = boxed(async { [8u64; 4] });
-        assert_eq!(second.frame(), address, "the freed frame is reused");
-        let mut cx = Context::from_waker(std::task::Waker::noop());
-        assert_eq!(Pin::new(&mut second).poll(&mut cx), Poll::Ready([8; 4]));
-        assert_eq!(second.frame(), None, "a finished future's frame is freed");
-        let third = boxed(async { [9u64; 4] });
-        assert_eq!(
-            third.frame(),
-            address,
-            "the frame freed by the poll is reused"
-        );
-        drop(third);
+        let first = take(40);
+        give(first, 40);
+        let second = take(48);
+        assert_eq!(second, first, "a freed frame of the class is reused");
+        let other_class = take(200);
+        assert_ne!(other_class, first);
+        give(second, 48);
+        give(other_class, 200);
     }
 
     #[test]
     fn the_cache_is_bounded() {
-        fn layout_of<F>(_: &F) -> Layout {
-            Layout::new::<F>()
+        let size = 24;
+        let class = class_of(layout(size)).expect("a cached class");
+        let frames: Vec<_> = (0..10_000).map(|_| take(size)).collect();
+        for frame in frames {
+            give(frame, size);
         }
-        let make = |i: u64| async move { i };
-        let class = class_of(layout_of(&make(0))).expect("a cached class");
-        let frames: Vec<_> = (0..10_000u64).map(|i| boxed(make(i))).collect();
-        drop(frames);
         let cached = CACHE.with(|cache| cache.lists[class].len.get());
-        assert!(cached * (class + 1) * GRANULE <= MAX_CACHED_BYTES_PER_CLASS);
+        assert!(cached * class_size(class) <= MAX_CACHED_BYTES_PER_CLASS);
         assert!(cached > 0);
-    }
-
-    /// A ready future of `N` bytes and one more for its state: a frame of
-    /// class `N / GRANULE` for the `N` the depot tests use, which no other
-    /// test uses (the depot is the process's).
-    fn frame_of<const N: usize>() -> Boxed<'static, [u8; N]> {
-        let boxed = boxed(std::future::ready([0u8; N]));
-        assert_eq!(
-            class_of(Layout::new::<std::future::Ready<[u8; N]>>()),
-            Some(N / GRANULE)
-        );
-        boxed
-    }
-
-    fn address<T>(boxed: &Boxed<'_, T>) -> usize {
-        boxed.frame().expect("a frame").as_ptr() as usize
     }
 
     #[test]
     fn a_full_cache_hands_its_frames_to_the_depot_for_reuse() {
-        const N: usize = 12 * GRANULE + 10;
-        let capacity = class_capacity(N / GRANULE);
+        // A class no other test uses (the depot is the process's).
+        const SIZE: usize = 12 * GRANULE + 8;
+        let capacity = class_capacity(SIZE / GRANULE);
         // A thread of its own, whose cache of this class starts empty.
         std::thread::spawn(move || {
             let count = 4 * capacity;
-            let first: Vec<_> = (0..count).map(|_| frame_of::<N>()).collect();
-            let carved: std::collections::HashSet<usize> = first.iter().map(address).collect();
+            let first: Vec<_> = (0..count).map(|_| take(SIZE)).collect();
+            let carved: HashSet<NonNull<u8>> = first.iter().copied().collect();
             assert_eq!(carved.len(), count, "no frame is handed out twice");
-            drop(first);
-            let cached = CACHE.with(|cache| cache.lists[N / GRANULE].len.get());
+            for frame in first {
+                give(frame, SIZE);
+            }
+            let cached = CACHE.with(|cache| cache.lists[SIZE / GRANULE].len.get());
             assert!(cached <= capacity, "the cache keeps at most its capacity");
             // Everything beyond the cache went to the depot, from where the
             // same thread takes it back before it carves anything new.
-            let second: Vec<_> = (0..count).map(|_| frame_of::<N>()).collect();
-            let reused: std::collections::HashSet<usize> = second.iter().map(address).collect();
+            let second: Vec<_> = (0..count).map(|_| take(SIZE)).collect();
+            let reused: HashSet<NonNull<u8>> = second.iter().copied().collect();
             assert_eq!(reused.len(), count, "no frame is handed out twice");
             assert_eq!(
                 reused, carved,
                 "every frame came back through the cache or the depot"
             );
-            assert_eq!(second.into_iter().map(poll_ready).count(), count);
+            for frame in second {
+                give(frame, SIZE);
+            }
         })
         .join()
         .expect("the thread finishes");
@@ -538,12 +538,15 @@ mod tests {
 
     #[test]
     fn an_exiting_thread_hands_its_frames_and_its_chunk_to_the_depot() {
-        const N: usize = 14 * GRANULE + 3;
-        let size = class_size(N / GRANULE);
+        // A class no other test uses.
+        const SIZE: usize = 14 * GRANULE + 8;
+        let size = class_size(SIZE / GRANULE);
         let first = std::thread::spawn(|| {
-            let frames: Vec<_> = (0..10).map(|_| frame_of::<N>()).collect();
-            let addresses: Vec<usize> = frames.iter().map(address).collect();
-            drop(frames);
+            let frames: Vec<_> = (0..10).map(|_| take(SIZE)).collect();
+            let addresses: Vec<usize> = frames.iter().map(|f| f.as_ptr() as usize).collect();
+            for frame in frames {
+                give(frame, SIZE);
+            }
             addresses
         })
         .join()
@@ -551,12 +554,16 @@ mod tests {
         let chunk = *first.iter().min().expect("frames");
         let reused = std::thread::spawn(move || {
             // The other thread's ten cached frames and the rest of its chunk.
-            let frames: Vec<_> = (0..CHUNK_BYTES / size).map(|_| frame_of::<N>()).collect();
-            frames.iter().map(address).collect::<Vec<_>>()
+            let frames: Vec<_> = (0..CHUNK_BYTES / size).map(|_| take(SIZE)).collect();
+            let addresses: Vec<usize> = frames.iter().map(|f| f.as_ptr() as usize).collect();
+            for frame in frames {
+                give(frame, SIZE);
+            }
+            addresses
         })
         .join()
         .expect("the thread finishes");
-        let distinct: std::collections::HashSet<usize> = reused.iter().copied().collect();
+        let distinct: HashSet<usize> = reused.iter().copied().collect();
         assert_eq!(distinct.len(), reused.len(), "no frame is handed out twice");
         for address in reused {
             assert!(
@@ -568,38 +575,58 @@ mod tests {
 
     #[test]
     fn cached_frames_never_share_a_cache_line() {
-        // Small futures of several sizes, as a recursion's frames: each
+        // Frames of several sizes, as a recursion's or a loop's: each
         // starts a line of its own and no other frame reaches into it.
-        let small: Vec<_> = (0..64u64).map(|i| boxed(async move { i })).collect();
-        let medium: Vec<_> = (0..64u64)
-            .map(|i| {
-                let words = [i; 9];
-                boxed(async move { words.iter().sum::<u64>() })
-            })
+        let sizes = [8, 16, 56, 64, 72, 120, 200];
+        let frames: Vec<_> = (0..16)
+            .flat_map(|_| sizes.iter().map(|&size| (take(size), size)))
             .collect();
-        let mut lines = std::collections::HashSet::new();
-        for frame in small
-            .iter()
-            .map(|f| f.frame())
-            .chain(medium.iter().map(|f| f.frame()))
-        {
-            let address = frame.expect("a live frame").as_ptr() as usize;
-            assert_eq!(address % 64, 0, "frame {address:#x} is not line-aligned");
-            assert!(
-                lines.insert(address / 64),
-                "two frames share line {address:#x}"
+        let mut lines = HashSet::new();
+        for &(frame, size) in &frames {
+            let address = frame.as_ptr() as usize;
+            assert_eq!(
+                address % GRANULE,
+                0,
+                "frame {address:#x} is not line-aligned"
             );
+            for line in (address..address + size).step_by(GRANULE) {
+                assert!(
+                    lines.insert(line / GRANULE),
+                    "two frames share line {line:#x}"
+                );
+            }
         }
-        assert_eq!(small.into_iter().map(poll_ready).sum::<u64>(), 2016);
-        assert_eq!(medium.into_iter().map(poll_ready).sum::<u64>(), 9 * 2016);
+        for (frame, size) in frames {
+            give(frame, size);
+        }
     }
 
     #[test]
     fn frames_freed_on_another_thread() {
-        let frames: Vec<_> = (0..100u64).map(|i| boxed(async move { i * 2 })).collect();
-        let sum = std::thread::spawn(move || frames.into_iter().map(poll_ready).sum::<u64>())
-            .join()
-            .expect("the thread finishes");
-        assert_eq!(sum, 9900);
+        let frames: Vec<_> = (0..100).map(|_| take(32)).collect();
+        let addresses: Vec<usize> = frames.iter().map(|f| f.as_ptr() as usize).collect();
+        let sent = addresses.clone();
+        std::thread::spawn(move || {
+            for address in sent {
+                let frame = NonNull::new(address as *mut u8).expect("not null");
+                give(frame, 32);
+            }
+        })
+        .join()
+        .expect("the thread finishes");
+        assert_eq!(addresses.len(), 100);
+    }
+
+    #[test]
+    fn uncached_layouts_go_to_the_global_allocator() {
+        let big = Layout::from_size_align(MAX_CACHED_SIZE + 1, 8).expect("a layout");
+        let over_aligned = Layout::from_size_align(64, 128).expect("a layout");
+        for layout in [big, over_aligned] {
+            assert_eq!(class_of(layout), None);
+            let frame = allocate(layout);
+            assert_eq!(frame.as_ptr() as usize % layout.align(), 0);
+            // SAFETY: just allocated with this layout.
+            unsafe { free(frame, layout) };
+        }
     }
 }
