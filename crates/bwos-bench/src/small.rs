@@ -12,7 +12,8 @@
 //!   computes for about a microsecond (calibrated at start), in one
 //!   `scope`, against the same bodies in a serial loop: the speedup
 //!   over serial, which shows whether a loop that only spawns keeps both
-//!   workers busy.
+//!   workers busy; plain threads given equal shares up front (`threads`)
+//!   show the machine's ceiling.
 //! - **tree**: a balanced binary tree of `--tree-nodes` (1,023) nodes,
 //!   summed with one `join` per node, `--calls` (20,000) times back to back
 //!   inside the pool (chili: on its scope), against the serial sum:
@@ -80,12 +81,14 @@ pub struct Sample {
 const WORKLOADS: [&str; 4] = ["spawn-tiny", "spawn-1us", "tree", "tree-entered"];
 
 /// The runtimes each workload runs on: spawns have no chili counterpart
-/// (chili has only `join`).
+/// (chili has only `join`). The ~1 us bodies also run on plain threads,
+/// each given an equal share up front: the machine's ceiling for the
+/// workload, with no runtime at all.
 fn runtimes_of(workload: &str) -> &'static [&'static str] {
-    if workload.starts_with("spawn") {
-        &["serial", "bwos", "rayon"]
-    } else {
-        &["serial", "bwos", "rayon", "chili"]
+    match workload {
+        "spawn-tiny" => &["serial", "bwos", "rayon"],
+        "spawn-1us" => &["serial", "threads", "bwos", "rayon"],
+        _ => &["serial", "bwos", "rayon", "chili"],
     }
 }
 
@@ -213,6 +216,20 @@ fn spawn_all(runtime: &str, threads: usize, n: usize, body: &(dyn Fn(usize) + Sy
             for i in 0..n {
                 body(black_box(i));
             }
+            start.elapsed().as_secs_f64()
+        }
+        "threads" => {
+            let start = Instant::now();
+            let share = n.div_ceil(threads);
+            std::thread::scope(|s| {
+                for first in (0..n).step_by(share.max(1)) {
+                    s.spawn(move || {
+                        for i in first..(first + share).min(n) {
+                            body(black_box(i));
+                        }
+                    });
+                }
+            });
             start.elapsed().as_secs_f64()
         }
         "bwos" => {
@@ -386,13 +403,14 @@ mod tests {
             workload: Vec::new(),
         };
         let samples = run(&args);
-        // 3 spawn runtimes twice, 4 tree runtimes twice.
-        assert_eq!(samples.len(), 14);
+        // 3 + 4 spawn runtimes, 4 tree runtimes twice.
+        assert_eq!(samples.len(), 15);
         assert!(samples.iter().all(|s| s.ns_per_item > 0.0));
         let table = tables(&samples, 2);
         for row in [
             "| spawn-tiny | bwos |",
             "| spawn-1us | rayon |",
+            "| spawn-1us | threads |",
             "| tree | chili |",
             "| tree-entered | serial |",
         ] {

@@ -3,6 +3,9 @@
 //! as separate processes (this binary re-executed as `corun-child`), each
 //! with as many workers as there are cores, and again with twice as many.
 //!
+//! The pairs: fib with a copy of itself, fib with the tree sum, and each
+//! of them with LOOP.
+//!
 //! For each pair and runtime configuration: the solo time per iteration
 //! `T_s` of each program, its co-run time `T_c` (a program that finishes
 //! its measured iterations first keeps running unmeasured ones until the
@@ -224,8 +227,10 @@ fn child_args(args: &CorunArgs, program: Program, config: Config, threads: usize
     }
 }
 
-/// The pairs of the co-run table.
-pub const PAIRS: [(Program, Program); 3] = [
+/// The pairs of the co-run table: two different programs, and fib with
+/// a copy of itself (two programs that want every core equally).
+pub const PAIRS: [(Program, Program); 4] = [
+    (Program::Fib, Program::Fib),
     (Program::Fib, Program::Tree),
     (Program::Fib, Program::Loop),
     (Program::Tree, Program::Loop),
