@@ -15,6 +15,31 @@ use proptest::prelude::*;
 mod common;
 
 #[test]
+fn jobs_spawned_from_outside_start_oldest_first() {
+    watchdog("jobs_spawned_from_outside_start_oldest_first", || {
+        // One worker, held busy while the main thread injects: it then
+        // takes the injected jobs in batches, which must keep their order.
+        let pool = pool(1);
+        let (release, held) = mpsc::channel::<()>();
+        let (started, is_busy) = mpsc::channel::<()>();
+        pool.spawn(move || {
+            started.send(()).unwrap();
+            held.recv().unwrap();
+        });
+        is_busy.recv().unwrap();
+        let (sender, order) = mpsc::channel();
+        for i in 0..200 {
+            let sender = sender.clone();
+            pool.spawn(move || sender.send(i).unwrap());
+        }
+        drop(sender);
+        release.send(()).unwrap();
+        let order: Vec<i32> = order.iter().collect();
+        assert_eq!(order, (0..200).collect::<Vec<_>>());
+    });
+}
+
+#[test]
 fn fifo_spawns_of_one_worker_start_oldest_first() {
     watchdog("fifo_spawns_of_one_worker_start_oldest_first", || {
         // One worker: nobody steals, so the order is the FIFO's.
