@@ -7,6 +7,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Cargo verifies bwos against the packed bwos-queue through a local
+# registry whose sources it unpacks under its home and builds in the
+# workspace's target directory, once per name and version (registry crates
+# never change): a copy unpacked or built by an earlier run (same version,
+# older code) would be used instead of this one.
+cargo_home="${CARGO_HOME:-$HOME/.cargo}"
+rm -rf "$cargo_home"/registry/src/-*/bwos-queue-0.1.0 "$cargo_home"/registry/cache/-*/bwos-queue-0.1.0.crate target/package
+cargo clean -q -p bwos-queue
+
 cargo package -p bwos-queue -p bwos "$@"
 for crate in bwos-queue bwos; do
     echo "-- target/package/$crate-0.1.0.crate:"
