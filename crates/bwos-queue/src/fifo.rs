@@ -58,7 +58,7 @@ impl Flavor for Fifo {
         index(steal)..index(back).max(index(steal))
     }
 
-    fn reserve<T>(block: &Block<T>, block_size: u32, max_of: impl Fn(u32) -> u32) -> Reserve {
+    fn reserve<T>(block: &Block<T>, block_size: u32, max: u32) -> Reserve {
         // Acquire: pairs with the producer's Release reset of `steal`, so a
         // thief that sees the new round also sees the reset `back` below.
         let steal = block.thief.steal.load(Ordering::Acquire);
@@ -76,8 +76,7 @@ impl Flavor for Fifo {
         if start >= index(back) {
             return Reserve::Empty;
         }
-        let available = index(back) - start;
-        let count = max_of(available).clamp(1, available);
+        let count = (index(back) - start).min(max);
         // Relaxed: the entries' visibility comes from the `back` load; the
         // CAS only has to be exact. It fails on a takeover (the consumer
         // swapped in the margin) and on a reset (the round changed), and
@@ -456,36 +455,6 @@ impl<T> Stealer<T> {
     /// still hold stealable items.
     pub fn steal(&self) -> Steal<T> {
         self.ring.steal()
-    }
-
-    /// Steals half the stealable items of the first block that shows at
-    /// least `min_batch` of them (as many as fit in the producer block of
-    /// `dest` plus one), else the oldest item of the first block with any:
-    /// pushes all but the oldest into `dest` (oldest first) and returns the
-    /// oldest. The LIFO queue's [`steal_half_and_pop`](crate::lifo::Stealer::steal_half_and_pop).
-    ///
-    /// ```
-    /// use bwos_queue::{fifo, Config};
-    ///
-    /// let (victim, stealer) = fifo::new::<u32>(Config::new(4, 8)?);
-    /// let (thief, _) = fifo::new::<u32>(Config::new(4, 8)?);
-    /// for i in 0..8 {
-    ///     victim.push(i).unwrap();
-    /// }
-    /// assert_eq!(stealer.steal_half_and_pop(&thief, 8).success(), Some(0));
-    /// assert_eq!(thief.pop(), Some(1));
-    /// assert_eq!(thief.pop(), Some(2));
-    /// assert_eq!(thief.pop(), Some(3));
-    /// assert_eq!(thief.pop(), None);
-    /// # Ok::<(), bwos_queue::ConfigError>(())
-    /// ```
-    pub fn steal_half_and_pop(&self, dest: &Worker<T>, min_batch: u32) -> Steal<T> {
-        let room = dest.room();
-        self.ring.steal_half(min_batch, room, |item| {
-            if dest.push(item).is_err() {
-                unreachable!("the batch was sized to the room in the destination block");
-            }
-        })
     }
 
     /// Steals up to one block's stealable items, as many as fit in the

@@ -89,15 +89,14 @@ impl Flavor for Lifo {
         steal.min(block_size)..block_size
     }
 
-    fn reserve<T>(block: &Block<T>, block_size: u32, max_of: impl Fn(u32) -> u32) -> Reserve {
+    fn reserve<T>(block: &Block<T>, block_size: u32, max: u32) -> Reserve {
         // Relaxed: the CAS below re-validates the value and acquires.
         let steal = block.thief.steal.load(Ordering::Relaxed);
         let start = index(steal);
         if start >= block_size {
             return Reserve::Empty;
         }
-        let available = block_size - start;
-        let count = max_of(available).clamp(1, available);
+        let count = (block_size - start).min(max);
         // Acquire on success: pairs with the owner's Release grant store of
         // `steal` (possibly through other thieves' CASes, which continue its
         // release sequence), so the entries written before the grant are
@@ -668,41 +667,6 @@ impl<T> Stealer<T> {
     pub fn steal_batch_and_pop(&self, dest: &Worker<T>) -> Steal<T> {
         let room = dest.room();
         self.ring.steal_batch(room, |item| {
-            if dest.push(item).is_err() {
-                unreachable!("the batch was sized to the room in the destination block");
-            }
-        })
-    }
-
-    /// Steals half the stealable items of the first block that shows at
-    /// least `min_batch` of them (as many as fit in the current block of
-    /// `dest` plus one), else the oldest item of the first block with any:
-    /// pushes all but the oldest into `dest` and returns the oldest.
-    ///
-    /// A block a thief finds full was filled by a loop of pushes nobody
-    /// stole from (a loop of spawns, say): taking half of it costs one
-    /// reservation instead of one per item. A block shared a few items at
-    /// a time keeps the one-item steal.
-    ///
-    /// ```
-    /// use bwos_queue::{lifo, Config};
-    ///
-    /// let (victim, stealer) = lifo::new::<u32>(Config::new(4, 8)?);
-    /// let (thief, _) = lifo::new::<u32>(Config::new(4, 8)?);
-    /// for i in 0..16 {
-    ///     victim.push(i).unwrap();
-    /// }
-    /// // The first block is full: half of it.
-    /// assert_eq!(stealer.steal_half_and_pop(&thief, 8).success(), Some(0));
-    /// assert_eq!(thief.len(), 3);
-    /// // Four left in it, fewer than 8: one.
-    /// assert_eq!(stealer.steal_half_and_pop(&thief, 8).success(), Some(4));
-    /// assert_eq!(thief.len(), 3);
-    /// # Ok::<(), bwos_queue::ConfigError>(())
-    /// ```
-    pub fn steal_half_and_pop(&self, dest: &Worker<T>, min_batch: u32) -> Steal<T> {
-        let room = dest.room();
-        self.ring.steal_half(min_batch, room, |item| {
             if dest.push(item).is_err() {
                 unreachable!("the batch was sized to the room in the destination block");
             }

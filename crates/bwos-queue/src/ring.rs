@@ -35,10 +35,8 @@ pub(crate) trait Flavor {
     /// snapshot, exact when nobody else touches the queue.
     fn stealable<T>(block: &Block<T>, block_size: u32) -> Range<u32>;
 
-    /// Tries to reserve up to `max_of(available)` (at least 1) entries of
-    /// `block`, where `available` is how many it holds at the reservation's
-    /// load.
-    fn reserve<T>(block: &Block<T>, block_size: u32, max_of: impl Fn(u32) -> u32) -> Reserve;
+    /// Tries to reserve up to `max` (at least 1) entries of `block`.
+    fn reserve<T>(block: &Block<T>, block_size: u32, max: u32) -> Reserve;
 }
 
 /// Entries reserved by a thief, not yet read.
@@ -149,13 +147,6 @@ impl<T, F: Flavor> Ring<T, F> {
     /// Reserves up to `max` entries from the first block with stealable
     /// entries, starting at the hint.
     pub(crate) fn reserve_any(&self, max: u32) -> Steal<Reserved> {
-        self.reserve_any_with(|_| max)
-    }
-
-    /// Reserves up to `max_of(available)` entries (at least 1) from the
-    /// first block with stealable entries, starting at the hint, where
-    /// `available` is how many that block holds.
-    pub(crate) fn reserve_any_with(&self, max_of: impl Fn(u32) -> u32) -> Steal<Reserved> {
         let n = self.blocks.len();
         // Relaxed: the hint only steers the search; no data is published
         // through it, and any value below `n` is a valid starting point.
@@ -166,7 +157,7 @@ impl<T, F: Flavor> Ring<T, F> {
             if index >= n {
                 index -= n;
             }
-            match F::reserve(&self.blocks[index], self.block_size, &max_of) {
+            match F::reserve(&self.blocks[index], self.block_size, max) {
                 Reserve::Got { start, count } => {
                     if offset != 0 {
                         // Relaxed: see the load above.
@@ -192,7 +183,7 @@ impl<T, F: Flavor> Ring<T, F> {
     /// Reserves up to `max` entries from block `sample % num_blocks` only.
     pub(crate) fn reserve_sampled(&self, sample: usize, max: u32) -> Steal<Reserved> {
         let index = sample % self.blocks.len();
-        match F::reserve(&self.blocks[index], self.block_size, |_| max) {
+        match F::reserve(&self.blocks[index], self.block_size, max) {
             Reserve::Got { start, count } => Steal::Success(Reserved {
                 block: index,
                 start,
@@ -318,22 +309,6 @@ impl<T, F: Flavor> Ring<T, F> {
         self.finish(self.reserve_sampled(sample, 1), |_| {
             unreachable!("one entry reserved")
         })
-    }
-
-    /// Steals half the stealable items of the first block that shows at
-    /// least `min_batch` (up to `room + 1`), else the oldest item of the
-    /// first block with any: returns the oldest and hands the others to
-    /// `push`, which must accept `room` items without failing or panicking.
-    pub(crate) fn steal_half(&self, min_batch: u32, room: u32, push: impl FnMut(T)) -> Steal<T> {
-        let cap = room.saturating_add(1);
-        let reserved = self.reserve_any_with(|available| {
-            if available >= min_batch {
-                (available / 2).min(cap)
-            } else {
-                1
-            }
-        });
-        self.finish(reserved, push)
     }
 
     /// Steals up to `room + 1` items from one block: returns the oldest and

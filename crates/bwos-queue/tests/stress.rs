@@ -72,10 +72,9 @@ macro_rules! stress_tests {
                                 // Read before stealing: once the owner is done and
                                 // the queue reads empty, nothing can appear later.
                                 let finished = done.load(Ordering::Acquire);
-                                let result = match rng.next() % 5 {
+                                let result = match rng.next() % 4 {
                                     0 => stealer.steal_batch_and_pop(&own),
                                     1 => stealer.steal_sampled(rng.next() as usize),
-                                    2 => stealer.steal_half_and_pop(&own, 4),
                                     _ => stealer.steal(),
                                 };
                                 match result {

@@ -89,7 +89,7 @@ fn every_policy_combination_runs_the_stress_workloads_correctly() {
         || {
             for steal in STEAL_POLICIES {
                 for probabilistic in [false, true] {
-                    for batch in [StealBatch::One, StealBatch::Half, StealBatch::Block] {
+                    for batch in [StealBatch::One, StealBatch::Block] {
                         for idle in IDLE_POLICIES {
                             // 2 workers, and 3 (more than the cores of CI).
                             for threads in [2, 3] {
@@ -250,7 +250,7 @@ fn bad_steal_and_idle_options_are_typed_errors() {
 #[test]
 fn defaults_are_documented_values() {
     assert_eq!(StealPolicy::default(), StealPolicy::Random);
-    assert_eq!(StealBatch::default(), StealBatch::Half);
+    assert_eq!(StealBatch::default(), StealBatch::One);
     assert_eq!(IdlePolicy::default(), IdlePolicy::Park);
     let text = format!("{:?}", ThreadPoolBuilder::new());
     assert!(text.contains("steal_policy: Random"), "{text}");

@@ -5,7 +5,7 @@
 use bwos_queue::Steal;
 
 use super::job::JobRef;
-use super::steal::{HALF_MIN_BATCH, StealBatch, VictimQueues};
+use super::steal::{StealBatch, VictimQueues};
 use super::worker::WorkerThread;
 
 /// The queues a steal round of this worker takes from: each victim's jobs
@@ -35,7 +35,6 @@ impl VictimQueues for StealView<'_> {
         let jobs = &registry.stealers()[victim];
         let job = match batch {
             StealBatch::One => jobs.steal(),
-            StealBatch::Half => jobs.steal_half_and_pop(&thief.queue, HALF_MIN_BATCH),
             StealBatch::Block => jobs.steal_batch_and_pop(&thief.queue),
         };
         let jobs_contended = match job {

@@ -90,36 +90,18 @@ pub enum StealPolicy {
     Topology,
 }
 
-/// The fewest stealable jobs a block shows for [`StealBatch::Half`] to
-/// take half of them: half a block of the default geometry, more than a
-/// fork/join victim shares at once when a thief is hungry.
-pub(crate) const HALF_MIN_BATCH: u32 = 16;
-
 /// How much a successful steal takes.
 ///
-/// The default is [`Half`](StealBatch::Half): one job from the blocks a
-/// victim shares a few jobs at a time (fork/join queues hold one job per
-/// pending `join` on the victim's path, the oldest being the biggest, and
-/// taking more hands the thief jobs the victim would have reached soon:
-/// see the README's policy table), half of a block that filled up (a loop
-/// of spawns nobody stole from), which costs one reservation instead of
-/// one per job.
+/// The default is [`One`](StealBatch::One): fork/join queues hold one job
+/// per pending `join` on the victim's path, the oldest being the biggest,
+/// and taking more than one hands the thief jobs the victim would have
+/// reached soon (measured: see the README's policy table).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum StealBatch {
     /// The oldest stealable job.
-    One,
-    /// Half the stealable jobs of the victim's oldest granted block if it
-    /// shows at least 16 of them (as many as fit in the thief's current
-    /// block), else the oldest one: the thief runs the oldest and keeps the
-    /// rest in its own queue
-    /// ([`bwos_queue::lifo::Stealer::steal_half_and_pop`]). Measured
-    /// (`bwos-bench small`, `forkjoin --scale small`, 2 threads): a million
-    /// tiny spawns in a scope 0.60x rayon's cost per spawn against 0.67x
-    /// with [`One`](StealBatch::One); the fork/join suite unchanged (1.38x
-    /// rayon's geometric mean with either).
     #[default]
-    Half,
+    One,
     /// The stealable jobs of the victim's oldest granted block (as many as
     /// fit in the thief's current block): the thief runs the oldest and
     /// keeps the rest in its own queue
