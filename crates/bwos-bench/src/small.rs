@@ -119,10 +119,13 @@ pub fn run(args: &SmallArgs) -> Vec<Sample> {
                         let n = (spawns / 10).max(1);
                         (n, spawn_spinning(runtime, threads, n, spin_per_us))
                     }
-                    "tree" => (calls, tree_back_to_back(runtime, threads, &tree, calls)),
+                    "tree" => (
+                        calls,
+                        tree_sums(runtime, threads, &tree, calls, TreeCalls::BackToBack),
+                    ),
                     _ => {
                         let n = (calls / 10).max(1);
-                        (n, tree_entered(runtime, threads, &tree, n))
+                        (n, tree_sums(runtime, threads, &tree, n, TreeCalls::Entered))
                     }
                 };
                 samples.push(Sample {
@@ -211,123 +214,80 @@ fn spawn_spinning(runtime: &str, threads: usize, spawns: u32, spin_per_us: u64) 
 /// with one small scope first.
 fn spawn_all(runtime: &str, threads: usize, n: usize, body: &(dyn Fn(usize) + Sync)) -> f64 {
     match runtime {
-        "serial" => {
-            let start = Instant::now();
-            for i in 0..n {
-                body(black_box(i));
-            }
-            start.elapsed().as_secs_f64()
-        }
+        "serial" => timed(|| (0..n).for_each(|i| body(black_box(i)))),
         "threads" => {
-            let start = Instant::now();
-            let share = n.div_ceil(threads);
-            std::thread::scope(|s| {
-                for first in (0..n).step_by(share.max(1)) {
-                    s.spawn(move || {
-                        for i in first..(first + share).min(n) {
-                            body(black_box(i));
-                        }
-                    });
-                }
-            });
-            start.elapsed().as_secs_f64()
+            let share = n.div_ceil(threads).max(1);
+            timed(|| {
+                std::thread::scope(|s| {
+                    for first in (0..n).step_by(share) {
+                        s.spawn(move || {
+                            (first..(first + share).min(n)).for_each(|i| body(black_box(i)))
+                        });
+                    }
+                })
+            })
         }
         "bwos" => {
             let pool = build_bwos(threads);
             pool.install(|| bwos::scope(|s| s.spawn(|_| black_box(()))));
-            let start = Instant::now();
-            pool.install(|| {
-                bwos::scope(|s| {
-                    for i in 0..n {
-                        s.spawn(move |_| body(i));
-                    }
-                })
-            });
-            start.elapsed().as_secs_f64()
+            timed(|| {
+                pool.install(|| bwos::scope(|s| (0..n).for_each(|i| s.spawn(move |_| body(i)))))
+            })
         }
         "rayon" => {
             let pool = build_rayon(threads);
             pool.install(|| rayon::scope(|s| s.spawn(|_| black_box(()))));
-            let start = Instant::now();
-            pool.install(|| {
-                rayon::scope(|s| {
-                    for i in 0..n {
-                        s.spawn(move |_| body(i));
-                    }
-                })
-            });
-            start.elapsed().as_secs_f64()
+            timed(|| {
+                pool.install(|| rayon::scope(|s| (0..n).for_each(|i| s.spawn(move |_| body(i)))))
+            })
         }
         other => unreachable!("no spawn workload on {other}"),
     }
 }
 
-/// Seconds for `calls` sums of `tree` back to back inside one entry into
-/// `runtime`'s pool.
-fn tree_back_to_back(runtime: &str, threads: usize, tree: &TreeSum, calls: u32) -> f64 {
-    fn on<R: ForkJoin>(threads: usize, tree: &TreeSum, calls: u32) -> f64 {
-        let pool = R::build(threads);
-        let expected = tree.values.len() as u64;
-        assert_eq!(R::run(&pool, |ctx| tree.run::<R>(&mut (), ctx)), expected);
-        R::run(&pool, |ctx| {
-            let start = Instant::now();
-            for _ in 0..calls {
-                let sum = tree.run::<R>(&mut (), ctx);
-                assert_eq!(sum, expected, "tree: a sum came out wrong on {}", R::NAME);
-            }
-            start.elapsed().as_secs_f64()
-        })
-    }
-    with_fork_join(runtime, |r| match r {
-        FjRuntime::Serial => on::<runtime::Serial>(threads, tree, calls),
-        FjRuntime::Bwos => on::<runtime::Bwos>(threads, tree, calls),
-        FjRuntime::Rayon => on::<runtime::Rayon>(threads, tree, calls),
-        FjRuntime::Chili => on::<runtime::Chili>(threads, tree, calls),
-    })
+/// How the tree workloads call the sum: `tree` back to back inside one
+/// entry into the pool, `tree-entered` entering it from the main thread
+/// for each call.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum TreeCalls {
+    BackToBack,
+    Entered,
 }
 
-/// Seconds for `calls` sums of `tree`, each entering `runtime`'s pool
-/// from the main thread.
-fn tree_entered(runtime: &str, threads: usize, tree: &TreeSum, calls: u32) -> f64 {
-    fn on<R: ForkJoin>(threads: usize, tree: &TreeSum, calls: u32) -> f64 {
+/// Seconds for `calls` sums of `tree` on `runtime`, called as `how` says.
+fn tree_sums(runtime: &str, threads: usize, tree: &TreeSum, calls: u32, how: TreeCalls) -> f64 {
+    fn on<R: ForkJoin>(threads: usize, tree: &TreeSum, calls: u32, how: TreeCalls) -> f64 {
         let pool = R::build(threads);
         let expected = tree.values.len() as u64;
         assert_eq!(R::run(&pool, |ctx| tree.run::<R>(&mut (), ctx)), expected);
-        let start = Instant::now();
-        for _ in 0..calls {
-            let sum = R::run(&pool, |ctx| tree.run::<R>(&mut (), ctx));
-            assert_eq!(
-                sum,
-                expected,
-                "tree-entered: a sum came out wrong on {}",
-                R::NAME
-            );
+        let check = |sum: u64| {
+            assert_eq!(sum, expected, "a tree sum came out wrong on {}", R::NAME);
+        };
+        match how {
+            TreeCalls::BackToBack => R::run(&pool, |ctx| {
+                timed(|| (0..calls).for_each(|_| check(tree.run::<R>(&mut (), ctx))))
+            }),
+            TreeCalls::Entered => timed(|| {
+                for _ in 0..calls {
+                    check(R::run(&pool, |ctx| tree.run::<R>(&mut (), ctx)));
+                }
+            }),
         }
-        start.elapsed().as_secs_f64()
     }
-    with_fork_join(runtime, |r| match r {
-        FjRuntime::Serial => on::<runtime::Serial>(threads, tree, calls),
-        FjRuntime::Bwos => on::<runtime::Bwos>(threads, tree, calls),
-        FjRuntime::Rayon => on::<runtime::Rayon>(threads, tree, calls),
-        FjRuntime::Chili => on::<runtime::Chili>(threads, tree, calls),
-    })
-}
-
-enum FjRuntime {
-    Serial,
-    Bwos,
-    Rayon,
-    Chili,
-}
-
-fn with_fork_join<T>(runtime: &str, f: impl FnOnce(FjRuntime) -> T) -> T {
-    f(match runtime {
-        "serial" => FjRuntime::Serial,
-        "bwos" => FjRuntime::Bwos,
-        "rayon" => FjRuntime::Rayon,
-        "chili" => FjRuntime::Chili,
+    match runtime {
+        "serial" => on::<runtime::Serial>(threads, tree, calls, how),
+        "bwos" => on::<runtime::Bwos>(threads, tree, calls, how),
+        "rayon" => on::<runtime::Rayon>(threads, tree, calls, how),
+        "chili" => on::<runtime::Chili>(threads, tree, calls, how),
         other => unreachable!("no fork/join runtime named {other}"),
-    })
+    }
+}
+
+/// Seconds that `work` takes.
+fn timed(work: impl FnOnce()) -> f64 {
+    let start = Instant::now();
+    work();
+    start.elapsed().as_secs_f64()
 }
 
 fn series(samples: &[Sample], workload: &str, runtime: &str) -> Vec<f64> {

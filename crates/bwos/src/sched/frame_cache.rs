@@ -17,10 +17,10 @@
 //!
 //! # Memory
 //! * Sizes are rounded up to a multiple of [`GRANULE`] bytes, one cache
-//!   line, and cached frames are aligned to it; futures up to
+//!   line, and cached frames are aligned to it; futures and jobs up to
 //!   [`MAX_CACHED_SIZE`] bytes with an alignment of at most [`GRANULE`] use
 //!   the cache, bigger or more aligned ones go to the global allocator
-//!   directly (they behave exactly like `Box::pin`).
+//!   directly (they behave exactly like `Box`).
 //! * A live frame costs its rounded size: up to 63 bytes more than `Box`
 //!   would take. Whole lines are what keep stolen work fast: frames move
 //!   between threads with the work that frees them, so with `Box`'s dense
@@ -67,7 +67,7 @@ use std::sync::{Mutex, PoisonError};
 /// "Memory" in the module docs).
 pub const GRANULE: usize = 64;
 
-/// The largest future (in bytes) that the frame cache serves.
+/// The largest frame (a future or a job, in bytes) that the cache serves.
 pub const MAX_CACHED_SIZE: usize = 1024;
 
 /// Free frames a thread keeps per size class, in bytes.
@@ -473,6 +473,17 @@ mod tests {
         frame
     }
 
+    /// Takes `count` frames of `size` bytes at once, gives them all back
+    /// and returns their addresses.
+    fn take_and_give_back(count: usize, size: usize) -> Vec<usize> {
+        let frames: Vec<_> = (0..count).map(|_| take(size)).collect();
+        let addresses = frames.iter().map(|f| f.as_ptr() as usize).collect();
+        for frame in frames {
+            give(frame, size);
+        }
+        addresses
+    }
+
     fn give(frame: NonNull<u8>, size: usize) {
         // SAFETY: every frame of these tests came from `take(size)`.
         unsafe { free(frame, layout(size)) }
@@ -541,28 +552,14 @@ mod tests {
         // A class no other test uses.
         const SIZE: usize = 14 * GRANULE + 8;
         let size = class_size(SIZE / GRANULE);
-        let first = std::thread::spawn(|| {
-            let frames: Vec<_> = (0..10).map(|_| take(SIZE)).collect();
-            let addresses: Vec<usize> = frames.iter().map(|f| f.as_ptr() as usize).collect();
-            for frame in frames {
-                give(frame, SIZE);
-            }
-            addresses
-        })
-        .join()
-        .expect("the thread finishes");
+        let first = std::thread::spawn(|| take_and_give_back(10, SIZE))
+            .join()
+            .expect("the thread finishes");
         let chunk = *first.iter().min().expect("frames");
-        let reused = std::thread::spawn(move || {
-            // The other thread's ten cached frames and the rest of its chunk.
-            let frames: Vec<_> = (0..CHUNK_BYTES / size).map(|_| take(SIZE)).collect();
-            let addresses: Vec<usize> = frames.iter().map(|f| f.as_ptr() as usize).collect();
-            for frame in frames {
-                give(frame, SIZE);
-            }
-            addresses
-        })
-        .join()
-        .expect("the thread finishes");
+        // The other thread's ten cached frames and the rest of its chunk.
+        let reused = std::thread::spawn(move || take_and_give_back(CHUNK_BYTES / size, SIZE))
+            .join()
+            .expect("the thread finishes");
         let distinct: HashSet<usize> = reused.iter().copied().collect();
         assert_eq!(distinct.len(), reused.len(), "no frame is handed out twice");
         for address in reused {

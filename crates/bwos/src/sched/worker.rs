@@ -513,15 +513,13 @@ impl WorkerThread {
     fn take_injected_jobs(&self) -> Option<JobRef> {
         let first = self.registry.take_injected()?;
         let mut batch = [None; INJECTOR_BATCH];
-        let mut taken = 0;
-        while taken < INJECTOR_BATCH {
-            let Some(job) = self.registry.take_injected() else {
+        for slot in &mut batch {
+            *slot = self.registry.take_injected();
+            if slot.is_none() {
                 break;
-            };
-            batch[taken] = Some(job);
-            taken += 1;
+            }
         }
-        for job in batch[..taken].iter().rev().flatten() {
+        for job in batch.iter().rev().flatten() {
             // A full queue cannot happen (it was empty and a batch is far
             // smaller), but the job is never lost: `push_or_inject`.
             self.push_or_inject(*job);
