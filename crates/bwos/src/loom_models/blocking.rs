@@ -28,7 +28,8 @@ fn pushed_items_run_or_return_once(max_threads: usize, items: usize, shut_down_e
                 Pushed::StartThread => {
                     let (queue, ran) = (queue.clone(), ran.clone());
                     threads.push(thread::spawn(move || {
-                        while let Some(bit) = queue.next(Duration::from_secs(10)) {
+                        let waiter = queue.waiter();
+                        while let Some(bit) = queue.next(&waiter, Duration::from_secs(10)) {
                             let before = ran.fetch_or(bit, Ordering::SeqCst);
                             assert_eq!(before & bit, 0, "an item ran twice");
                         }

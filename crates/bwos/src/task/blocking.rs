@@ -211,6 +211,44 @@ mod tests {
 
     #[test]
     #[cfg_attr(miri, ignore = "a whole pool: OS calls Miri does not support")]
+    fn surplus_blocking_threads_exit_while_a_steady_load_goes_on() {
+        bwos_testkit::watchdog("spawn_blocking_surplus_exit", || {
+            let pool = ThreadPoolBuilder::new()
+                .num_threads(1)
+                .blocking_keep_alive(Duration::from_millis(30))
+                .build()
+                .unwrap();
+            // Four threads, needed once.
+            let barrier = Arc::new(Barrier::new(4));
+            let handles: Vec<_> = (0..4)
+                .map(|_| {
+                    let barrier = Arc::clone(&barrier);
+                    pool.spawn_blocking(move || {
+                        barrier.wait();
+                    })
+                })
+                .collect();
+            pool.block_on(async {
+                for handle in handles {
+                    handle.await.unwrap();
+                }
+            });
+            assert_eq!(pool.registry.blocking.threads(), 4);
+            // Then one closure at a time, back to back: one thread (two,
+            // when a closure is pushed before its predecessor's thread is
+            // idle again) is enough, and the others must reach their
+            // keep-alive although closures keep coming. No timing assert:
+            // the loop runs until they left, under the watchdog.
+            let mut closures = 0_u64;
+            while pool.registry.blocking.threads() > 2 {
+                closures += pool.block_on(pool.spawn_blocking(|| 1)).unwrap();
+            }
+            assert!(closures > 0);
+        });
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "a whole pool: OS calls Miri does not support")]
     fn queued_closures_are_cancelled_when_the_pool_stops_and_abort_cancels_them() {
         bwos_testkit::watchdog("spawn_blocking_shutdown", || {
             let pool = ThreadPoolBuilder::new()

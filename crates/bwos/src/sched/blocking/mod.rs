@@ -119,7 +119,8 @@ impl Shared {
     /// A blocking thread's body: run entries until idle for `keep_alive`
     /// or shut down.
     fn run(self: Arc<Self>) {
-        while let Some(task) = self.queue.next(self.keep_alive) {
+        let waiter = self.queue.waiter();
+        while let Some(task) = self.queue.next(&waiter, self.keep_alive) {
             // Panics are caught by the task cell (the handle gets a
             // `JoinError`), so the thread survives its closures. The
             // closure's tasks, timers and joins go to this pool.

@@ -4,15 +4,23 @@
 //! `sched::sync`, so the loom model `loom_models/blocking.rs` checks this
 //! code itself.
 //!
-//! A thread that finds the queue empty counts itself `idle` and waits on
-//! the condition variable. A pusher that finds an idle thread claims it
-//! (`idle -= 1`, `notified += 1`) and notifies one waiter; a waiter that
-//! wakes consumes a claim if there is one, else (a timeout or a spurious
-//! wake-up) it is still idle. So each entry either claims an idle thread,
-//! starts a new one, or waits in the queue for a thread that is busy (and
-//! will look at the queue before it idles): none is left without a thread.
+//! A thread that finds the queue empty puts itself on the `idle` stack and
+//! waits on its own condition variable. A pusher that finds an idle thread
+//! claims the one that went idle last (pops it, records the claim) and
+//! notifies it; a waiter that wakes consumes its claim if there is one,
+//! else (a timeout or a spurious wake-up) it takes itself off the stack.
+//! So each entry either claims an idle thread, starts a new one, or waits
+//! in the queue for a thread that is busy (and will look at the queue
+//! before it idles): none is left without a thread.
+//!
+//! Why a stack: under a steady load the same few threads take every
+//! entry, and the ones at the bottom stay idle long enough to exit after
+//! the keep-alive. With one shared condition variable the OS wakes the
+//! waiters in turn, none of them is ever idle for the keep-alive, and a
+//! pool that once needed more threads keeps them all for good.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::sched::sync::{Condvar, Mutex, MutexGuard};
@@ -20,8 +28,6 @@ use crate::sched::sync::{Condvar, Mutex, MutexGuard};
 /// The queue of one blocking pool.
 pub(crate) struct BlockingQueue<T> {
     state: Mutex<State<T>>,
-    /// Idle threads wait here for an entry (or for shutdown).
-    work: Condvar,
     max_threads: usize,
 }
 
@@ -29,11 +35,30 @@ struct State<T> {
     queue: VecDeque<T>,
     /// Threads alive (running an entry, idle, or starting).
     threads: usize,
-    /// Threads waiting for an entry and not claimed by a pusher.
-    idle: usize,
-    /// Claims made by pushers that no waiter has consumed yet.
-    notified: usize,
+    /// Threads waiting for an entry and not claimed by a pusher, the one
+    /// that went idle last on top.
+    idle: Vec<Idle>,
+    /// The threads (by [`Waiter::id`]) that pushers claimed and that have
+    /// not woken yet: at most a handful, as many as entries pushed while
+    /// their threads wake.
+    claimed: Vec<usize>,
+    /// The next [`Waiter::id`].
+    next_waiter: usize,
     shutdown: bool,
+}
+
+/// An idle thread on the stack: who it is and how to wake it.
+struct Idle {
+    id: usize,
+    wake: Arc<Condvar>,
+}
+
+/// A blocking thread's identity in its queue ([`BlockingQueue::waiter`]),
+/// passed to every [`BlockingQueue::next`].
+pub(crate) struct Waiter {
+    id: usize,
+    /// Notified by the pusher that claims this thread, and at shutdown.
+    wake: Arc<Condvar>,
 }
 
 /// What [`BlockingQueue::push`] did with an entry.
@@ -55,11 +80,11 @@ impl<T> BlockingQueue<T> {
             state: Mutex::new(State {
                 queue: VecDeque::new(),
                 threads: 0,
-                idle: 0,
-                notified: 0,
+                idle: Vec::new(),
+                claimed: Vec::new(),
+                next_waiter: 0,
                 shutdown: false,
             }),
-            work: Condvar::new(),
             max_threads,
         }
     }
@@ -80,11 +105,10 @@ impl<T> BlockingQueue<T> {
             return Pushed::Refused(item);
         }
         state.queue.push_back(item);
-        if state.idle > 0 {
-            state.idle -= 1;
-            state.notified += 1;
+        if let Some(idle) = state.idle.pop() {
+            state.claimed.push(idle.id);
             drop(state);
-            self.work.notify_one();
+            idle.wake.notify_one();
             return Pushed::Queued;
         }
         if state.threads >= self.max_threads {
@@ -107,9 +131,21 @@ impl<T> BlockingQueue<T> {
         }
     }
 
+    /// The identity a new thread (one that `push` asked for) passes to
+    /// [`next`](Self::next).
+    pub(crate) fn waiter(&self) -> Waiter {
+        let mut state = self.lock();
+        let id = state.next_waiter;
+        state.next_waiter += 1;
+        Waiter {
+            id,
+            wake: Arc::new(Condvar::new()),
+        }
+    }
+
     /// A thread's next entry; `None` when it should exit (idle for
     /// `keep_alive`, or the pool shut down), and it no longer counts.
-    pub(crate) fn next(&self, keep_alive: Duration) -> Option<T> {
+    pub(crate) fn next(&self, waiter: &Waiter, keep_alive: Duration) -> Option<T> {
         let mut state = self.lock();
         loop {
             if let Some(item) = state.queue.pop_front() {
@@ -119,18 +155,25 @@ impl<T> BlockingQueue<T> {
                 state.threads -= 1;
                 return None;
             }
-            state.idle += 1;
-            let (mut woken, timeout) = self
-                .work
+            state.idle.push(Idle {
+                id: waiter.id,
+                wake: Arc::clone(&waiter.wake),
+            });
+            let (mut woken, timeout) = waiter
+                .wake
                 .wait_timeout(state, keep_alive)
                 .unwrap_or_else(|poison| poison.into_inner());
-            if woken.notified > 0 {
-                // Claimed by a pusher (which took us off `idle`).
-                woken.notified -= 1;
+            if let Some(claim) = woken.claimed.iter().position(|&id| id == waiter.id) {
+                // Claimed by a pusher (which took us off the stack).
+                woken.claimed.swap_remove(claim);
             } else {
-                // A timeout, a spurious wake-up or shutdown: still counted
-                // idle, which this thread undoes itself.
-                woken.idle -= 1;
+                // A timeout, a spurious wake-up or shutdown: still on the
+                // stack, which this thread undoes itself.
+                let position = woken.idle.iter().position(|idle| idle.id == waiter.id);
+                debug_assert!(position.is_some(), "an unclaimed waiter is on the stack");
+                if let Some(position) = position {
+                    woken.idle.remove(position);
+                }
                 // After shutdown the queue is empty (`shut_down` drained
                 // it, `push` refuses).
                 if woken.shutdown || (timeout.timed_out() && woken.queue.is_empty()) {
@@ -145,17 +188,85 @@ impl<T> BlockingQueue<T> {
     /// Refuses new entries, wakes the idle threads so that they exit, and
     /// returns the entries no thread has taken (to be cancelled).
     pub(crate) fn shut_down(&self) -> Vec<T> {
-        let orphans = {
+        let (orphans, idle) = {
             let mut state = self.lock();
             state.shutdown = true;
-            state.queue.drain(..).collect()
+            let idle: Vec<Arc<Condvar>> = state
+                .idle
+                .iter()
+                .map(|idle| Arc::clone(&idle.wake))
+                .collect();
+            (state.queue.drain(..).collect(), idle)
         };
-        self.work.notify_all();
+        // They take themselves off the stack and exit; claimed threads
+        // find the queue empty and exit too.
+        idle.iter().for_each(|wake| wake.notify_one());
         orphans
     }
 
     /// Threads alive.
     pub(crate) fn threads(&self) -> usize {
         self.lock().threads
+    }
+
+    /// Threads on the idle stack.
+    #[cfg(all(test, not(bwos_loom)))]
+    fn idle_threads(&self) -> usize {
+        self.lock().idle.len()
+    }
+}
+
+#[cfg(all(test, not(bwos_loom)))]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    #[test]
+    #[cfg_attr(miri, ignore = "threads that wait on a condition variable for seconds")]
+    fn the_thread_that_went_idle_last_takes_the_next_entry() {
+        bwos_testkit::watchdog("blocking_queue_lifo", || {
+            let queue = Arc::new(BlockingQueue::<usize>::new(3));
+            let (ran, runs) = mpsc::channel::<(usize, usize)>();
+            let mut threads = Vec::new();
+            // Three threads, started the way the pool starts them.
+            for item in 0..3 {
+                assert_eq!(queue.push(item), Pushed::StartThread);
+                let (queue, ran) = (Arc::clone(&queue), ran.clone());
+                threads.push(std::thread::spawn(move || {
+                    let waiter = queue.waiter();
+                    while let Some(item) = queue.next(&waiter, Duration::from_secs(600)) {
+                        ran.send((item, waiter.id)).unwrap();
+                    }
+                }));
+            }
+            for _ in 0..3 {
+                runs.recv().unwrap();
+            }
+            // One entry at a time, each pushed once every thread is idle
+            // again: the one that ran the last entry is on top of the
+            // stack, so it takes them all and the other two stay idle
+            // (long enough, they would reach their keep-alive).
+            let mut takers = Vec::new();
+            for item in 3..103 {
+                while queue.idle_threads() != 3 {
+                    std::thread::yield_now();
+                }
+                assert_eq!(queue.push(item), Pushed::Queued);
+                let (ran_item, taker) = runs.recv().unwrap();
+                assert_eq!(ran_item, item);
+                takers.push(taker);
+            }
+            takers.dedup();
+            assert_eq!(
+                takers.len(),
+                1,
+                "entries went to several idle threads: {takers:?}"
+            );
+            assert!(queue.shut_down().is_empty());
+            for thread in threads {
+                thread.join().unwrap();
+            }
+            assert_eq!(queue.threads(), 0);
+        });
     }
 }
