@@ -13,7 +13,10 @@
 //! answers `Hello, world!`; `POST /echo` returns the request's body.
 
 use std::convert::Infallible;
+use std::pin::pin;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bwos::hyper::{Executor, Timer};
@@ -24,6 +27,10 @@ use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use hyper_util::server::conn::auto;
+
+/// How long a client may take to send a request's head; the first one is
+/// due this long after the connection is accepted.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
 
 fn main() -> ExitCode {
     let address = std::env::args()
@@ -45,7 +52,7 @@ async fn serve(address: &str) -> std::io::Result<()> {
     builder
         .http1()
         .timer(Timer::new())
-        .header_read_timeout(Duration::from_secs(5));
+        .header_read_timeout(HEADER_TIMEOUT);
     builder.http2().timer(Timer::new());
     loop {
         let stream = match listener.accept().await {
@@ -62,8 +69,33 @@ async fn serve(address: &str) -> std::io::Result<()> {
         let _ = stream.set_nodelay(true);
         let builder = builder.clone();
         bwos::task::spawn(async move {
-            let connection = builder.serve_connection(TokioIo::new(stream), service_fn(respond));
-            if let Err(error) = connection.await {
+            // hyper's header-read timeout starts once hyper_util has told
+            // HTTP/1 from HTTP/2 by the first bytes: a client that sends
+            // nothing, or part of the HTTP/2 preface, would hold its
+            // connection forever. So the first request is due within the
+            // same time from the accept.
+            let requested = Arc::new(AtomicBool::new(false));
+            let service = service_fn({
+                let requested = Arc::clone(&requested);
+                move |request| {
+                    // Relaxed, as the load after the timeout: the flag
+                    // publishes nothing but itself.
+                    requested.store(true, Ordering::Relaxed);
+                    respond(request)
+                }
+            });
+            let mut connection = pin!(builder.serve_connection(TokioIo::new(stream), service));
+            let result = match bwos::time::timeout(HEADER_TIMEOUT, connection.as_mut()).await {
+                Ok(result) => result,
+                Err(_) if !requested.load(Ordering::Relaxed) => {
+                    eprintln!(
+                        "http_server: connection ended: no request within {HEADER_TIMEOUT:?}"
+                    );
+                    return;
+                }
+                Err(_) => connection.await,
+            };
+            if let Err(error) = result {
                 // A client that goes away or stays silent: not the server's
                 // failure, but worth a line.
                 eprintln!("http_server: connection ended: {error}");
