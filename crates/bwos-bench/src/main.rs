@@ -16,6 +16,7 @@ mod rayon_dropin;
 mod report;
 mod services;
 mod small;
+mod soak;
 mod stats;
 mod worklist;
 
@@ -75,6 +76,12 @@ enum Command {
     /// random graph, a wide and a deep tree, a linked list; serial marking,
     /// the bwos work list, a crossbeam-deque work list and rayon.
     Worklist(worklist::WorklistArgs),
+    /// A mixed workload on one pool for a while (60 s; `--duration 1h`):
+    /// HTTP on loopback, fork/join, work lists, timers, spawn_blocking,
+    /// tasks spawned and dropped. Samples memory, threads, descriptors and
+    /// live tasks and fails if any grew after warm-up, if anything failed,
+    /// or if the pool did not let everything go.
+    Soak(soak::SoakArgs),
     /// Every experiment, one report: `queue`, the `forkjoin` suite (small
     /// inputs; `--full` for the paper's), a short `async`, a short `http`,
     /// a short `corun`, `rayon`, then a short `worklist` (JSON of the
@@ -155,6 +162,7 @@ fn main() -> ExitCode {
         Command::Rayon(args) => run_rayon(&header, args),
         Command::RayonDemo(args) => run_rayon_demo(&header, args),
         Command::Worklist(args) => run_worklist(&header, args),
+        Command::Soak(args) => run_soak(&header, args),
         Command::CorunChild(_)
         | Command::ForkjoinChild(_)
         | Command::Joinpath(_)
@@ -331,6 +339,22 @@ fn run_worklist(header: &header::Header, args: &worklist::WorklistArgs) -> std::
     report::write_samples(header, &args.run, &args.plot, &rows, worklist::plots)
 }
 
+/// The soak: its samples and checks are printed as they come; a failed
+/// check makes the command fail, after the JSON is written.
+fn run_soak(header: &header::Header, args: &soak::SoakArgs) -> std::io::Result<()> {
+    let outcome = soak::run(args)?;
+    report::write_outputs(header, args.json.as_deref(), &outcome, None, |_| {
+        Ok(Vec::new())
+    })?;
+    if outcome.passed {
+        return Ok(());
+    }
+    Err(std::io::Error::other(format!(
+        "soak failed: {}",
+        outcome.failed().join(", ")
+    )))
+}
+
 fn run_corun(header: &header::Header, args: &corun::CorunArgs) -> std::io::Result<()> {
     let samples = corun::run(args);
     print!("{}", corun::tables(&samples));
@@ -383,6 +407,9 @@ mod tests {
             "bwos-bench report --json target/report/queue.json",
             "bwos-bench report --full",
             "bwos-bench corun --threads 2 --skip-policies",
+            "bwos-bench soak --quick",
+            "bwos-bench soak --duration 1h --json target/bench/soak.json",
+            "bwos-bench soak --seconds 600 --interval 10s --warmup 2m --connections 16",
         ] {
             parse(line);
         }
