@@ -22,6 +22,10 @@ echo "== loom models of the BWoS protocol (bounded preemptions, a few minutes)"
 RUSTFLAGS="--cfg bwos_loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p bwos-queue --release --test loom_models -- --test-threads 1
 
+echo "== loom models of peers' real queue bugs, replayed on BWoS: stdexec #1967 and #2130, tokio #5041, crossbeam-deque GHSA-pqqp-xmhj-wgcw (about 1.5 minutes)"
+RUSTFLAGS="--cfg bwos_loom" CARGO_TARGET_DIR=target/loom \
+    cargo test -p bwos-queue --release --test loom_regressions -- --test-threads 1
+
 echo "== loom models of the runtime: latch, Nowa scope counter, sleep, task state, work list, timers, blocking queue (seconds)"
 RUSTFLAGS="--cfg bwos_loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p bwos --release --lib -- --test-threads 1
