@@ -129,7 +129,9 @@ fn a_registered_sleep_wakes_its_task_once_without_being_polled() {
     watchdog("sleep_wakes_once", || {
         let pool = pool(2);
         let counter = Arc::new(CountingWaker::default());
-        let mut sleep = pool.install(|| Box::pin(time::sleep(Duration::from_millis(5))));
+        // Long enough that the first poll below always comes first, on a
+        // busy machine or under a sanitizer too.
+        let mut sleep = pool.install(|| Box::pin(time::sleep(Duration::from_millis(100))));
         let waker = Waker::from(Arc::clone(&counter));
         let mut cx = Context::from_waker(&waker);
         assert!(sleep.as_mut().poll(&mut cx).is_pending());

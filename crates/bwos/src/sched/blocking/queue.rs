@@ -228,9 +228,14 @@ mod tests {
             let queue = Arc::new(BlockingQueue::<usize>::new(3));
             let (ran, runs) = mpsc::channel::<(usize, usize)>();
             let mut threads = Vec::new();
-            // Three threads, started the way the pool starts them.
+            // Three threads, one per `StartThread` as the pool starts
+            // them. All three pushes come first: a thread started after
+            // the first push could take its entry and go idle before the
+            // second, which would then be `Queued` for it.
             for item in 0..3 {
                 assert_eq!(queue.push(item), Pushed::StartThread);
+            }
+            for _ in 0..3 {
                 let (queue, ran) = (Arc::clone(&queue), ran.clone());
                 threads.push(std::thread::spawn(move || {
                     let waiter = queue.waiter();
