@@ -599,6 +599,15 @@ impl WorkerThread {
             worker.queue.is_empty(),
             "a terminated worker left jobs behind"
         );
+        // This worker may have been the timers' watcher (`time/mod.rs`),
+        // and a worker that fell asleep while it watched sleeps without a
+        // deadline. Those that still run (in a `block_on` or `install`
+        // nested in a task, waiting for work of this pool) would then miss
+        // every timer: wake one, which takes the watch when it sleeps again.
+        worker
+            .registry
+            .sleep
+            .wake_one(|other| worker.registry.unpark(other));
         // Tasks do not keep the pool alive: cancel the queued ones. A
         // cancelled future's destructor may wake other tasks; they come
         // back to this queue, so drain until it stays empty.
