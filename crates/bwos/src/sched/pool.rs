@@ -99,6 +99,14 @@ impl Drop for ThreadPool {
             && self.registry.with_current_worker(|worker| worker.is_none())
         {
             self.registry.join_threads();
+        } else {
+            // Not joined here (a detaching pool, or dropped on one of its
+            // own workers): detach the threads now rather than when the
+            // registry goes. A pool built with `use_current_thread` never
+            // frees its registry (the adopted thread's worker state holds
+            // it for the rest of the process), and handles kept there
+            // would keep every exited worker's stack mapped for good.
+            self.registry.detach_threads();
         }
     }
 }

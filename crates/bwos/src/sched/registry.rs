@@ -542,6 +542,13 @@ impl Registry {
         }
     }
 
+    /// Drops the worker threads' handles, so that each thread's resources
+    /// are freed when it exits: for a pool whose last handle is dropped
+    /// without joining them (nothing joins them later).
+    pub(crate) fn detach_threads(&self) {
+        drop(std::mem::take(&mut *self.lock_handles()));
+    }
+
     /// Joins the worker threads (after the count reached zero).
     pub(crate) fn join_threads(&self) {
         let handles = std::mem::take(&mut *self.lock_handles());
