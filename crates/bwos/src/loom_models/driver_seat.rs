@@ -66,3 +66,63 @@ fn driver_seat_no_lost_wakeup() {
         assert!(!sleep.anyone_idle(), "the counts are back to zero");
     });
 }
+
+/// The timers' watcher falls asleep blocked in the I/O driver's poll (the
+/// real `Timers` and `DriverSeat`; the eventfd modeled as above) while a
+/// task adds a timer due before the watcher's deadline and interrupts it.
+/// The interrupt does not change the watcher's sleep state, so the seat's
+/// look at `still_asleep` cannot see it: the watcher also looks at
+/// `Timers::watcher_interrupted` after taking the seat, as
+/// `Registry::park_worker` does. Either that look sees the interrupt and
+/// the watcher does not block (it looks at the wheel again), or the
+/// interrupter sees it in the seat and writes the eventfd. Without the
+/// look, an interrupt between `watch` and taking the seat left the
+/// watcher blocked with no deadline (loom: deadlock).
+#[test]
+fn driver_seat_timer_interrupt_is_not_lost() {
+    use crate::sched::idle::driver_seat::DriverSeat;
+    use crate::sched::time::{Timers, Watch};
+    use loom::sync::{Condvar, Mutex};
+
+    builder(3).check(|| {
+        let timers = Arc::new(Timers::new());
+        let seat = Arc::new(DriverSeat::default());
+        let eventfd = Arc::new((Mutex::new(false), Condvar::new()));
+        let watcher = {
+            let (timers, seat, eventfd) = (timers.clone(), seat.clone(), eventfd.clone());
+            thread::spawn(move || {
+                // The sleep loop around `park_worker`: the sleep state
+                // never changes here; only the timer's deadline ends it.
+                loop {
+                    let Watch::Until(timeout) = timers.watch(0) else {
+                        panic!("nobody else watches");
+                    };
+                    if timeout.is_some() {
+                        timers.unwatch(0);
+                        return;
+                    }
+                    seat.block_in_driver(0, &|| !timers.watcher_interrupted(), || {
+                        let (written, signal) = &*eventfd;
+                        let mut written = written.lock().unwrap();
+                        while !*written {
+                            written = signal.wait(written).unwrap();
+                        }
+                        *written = false;
+                    });
+                    timers.unwatch(0);
+                }
+            })
+        };
+        let inserted = timers.insert_at_tick(3, std::task::Waker::noop());
+        if let Some(index) = inserted.interrupt {
+            // `Registry::unpark`'s driver half.
+            seat.wake(index, || {
+                let (written, signal) = &*eventfd;
+                *written.lock().unwrap() = true;
+                signal.notify_one();
+            });
+        }
+        watcher.join().unwrap();
+        assert_eq!(timers.len(), 1, "the timer waits in the wheel");
+    });
+}

@@ -215,7 +215,15 @@ impl Registry {
             Watch::Elsewhere => None,
             Watch::Until(timeout) => Some(timeout),
         };
-        let parked = self.park_for(index, still_asleep, wake_early, timeout.flatten());
+        // The watcher's interrupt writes the driver's eventfd only if the
+        // watcher already sits in the seat: one that came since `watch`
+        // raised `watcher_interrupted`, seen here after the seat is taken
+        // (the driver calls this after its SeqCst store and fence), so the
+        // watcher does not block in the poll with a stale timeout; the
+        // sleep loop parks it again, and `watch` gives the new deadline.
+        let watching = timeout.is_some();
+        let undisturbed = || still_asleep() && !(watching && self.timers.watcher_interrupted());
+        let parked = self.park_for(index, &undisturbed, wake_early, timeout.flatten());
         if timeout.is_some() {
             self.timers.unwatch(index);
         }

@@ -12,7 +12,11 @@
 //! then reads the seat. In the single order of the two SeqCst fences one
 //! comes first: either the worker sees the new state and does not block,
 //! or the waker sees the worker in the seat and writes the eventfd (the
-//! loom model `driver_seat_no_lost_wakeup` checks the real code).
+//! loom model `driver_seat_no_lost_wakeup` checks the real code). A
+//! timer's interrupt of the watcher changes no sleep state: the watcher's
+//! `still_asleep` also looks at `Timers::watcher_interrupted`, raised by
+//! the interrupter before it reads the seat (`sched/time/mod.rs`; loom
+//! model `driver_seat_timer_interrupt_is_not_lost`).
 
 // Only the I/O driver (`net/`, feature `io`) takes the seat.
 #![cfg_attr(not(any(feature = "io", bwos_loom)), allow(dead_code))]

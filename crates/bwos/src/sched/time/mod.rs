@@ -14,7 +14,12 @@
 //!   sleep state), which looks at the wheel again and sleeps until the new
 //!   deadline. The watcher's deadline is read and written under the
 //!   wheel's lock, and an unpark before the park is kept by the park
-//!   token (the eventfd by the kernel), so no deadline is missed.
+//!   token. The eventfd is written only if the watcher already sits in
+//!   the driver's seat, so an interrupt that comes between the watcher's
+//!   look at the wheel and its taking the seat would be lost: the
+//!   interrupt also raises [`Timers::watcher_interrupted`], which the
+//!   watcher looks at after taking the seat (a Dekker pair with the
+//!   seat, `Registry::park_worker`), so no deadline is missed.
 //! - **A busy worker** checks the next deadline every
 //!   [`INJECTOR_INTERVAL`](super::queues::INJECTOR_INTERVAL) tasks (one
 //!   atomic load and a clock read) and fires what is due. A worker that
@@ -37,7 +42,7 @@ pub(crate) mod wheel;
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
-use super::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
+use super::sync::{AtomicBool, AtomicU64, Mutex, MutexGuard, Ordering};
 use wheel::Wheel;
 pub(crate) use wheel::{Registered, TimerKey};
 
@@ -58,6 +63,10 @@ pub(crate) struct Timers {
     /// timers: what a busy worker compares the clock with, without the
     /// lock. Written under the lock.
     next_tick: AtomicU64,
+    /// The watcher's deadline moved earlier since it looked at the wheel
+    /// (`watch`): raised by `earlier_than_watcher`, lowered by `watch`,
+    /// both under the lock.
+    interrupted: AtomicBool,
 }
 
 struct Inner {
@@ -97,6 +106,7 @@ impl Timers {
                 watcher: None,
             }),
             next_tick: AtomicU64::new(NONE),
+            interrupted: AtomicBool::new(false),
         }
     }
 
@@ -168,6 +178,12 @@ impl Timers {
         match &mut inner.watcher {
             Some((index, until)) if when < *until => {
                 *until = when;
+                // SeqCst: the interrupter's half of the Dekker pair with
+                // the watcher taking the driver's seat (the interrupter's
+                // SeqCst fence and load of the seat in `DriverSeat::wake`
+                // follow; the watcher's store to the seat, fence and load
+                // of this flag in `Registry::park_worker`).
+                self.interrupted.store(true, Ordering::SeqCst);
                 Some(*index)
             }
             _ => None,
@@ -247,6 +263,9 @@ impl Timers {
             _ => {
                 let next = inner.wheel.next_expiration_tick();
                 inner.watcher = Some((index, next.unwrap_or(NONE)));
+                // Relaxed: under the lock, which orders it before any
+                // later `earlier_than_watcher`'s raise.
+                self.interrupted.store(false, Ordering::Relaxed);
                 Watch::Until(next.map(|tick| {
                     self.start
                         .checked_add(Duration::from_millis(tick))
@@ -257,6 +276,16 @@ impl Timers {
                 }))
             }
         }
+    }
+
+    /// Whether the watcher's deadline moved earlier since its last
+    /// [`watch`](Self::watch): the watcher, having taken the driver's seat
+    /// (store, SeqCst fence), looks here before it blocks in the poll, and
+    /// does not block if so (it looks at the wheel again).
+    pub(crate) fn watcher_interrupted(&self) -> bool {
+        // SeqCst: the watcher's half of the Dekker pair described in
+        // `earlier_than_watcher` (pairs with its SeqCst store).
+        self.interrupted.load(Ordering::SeqCst)
     }
 
     /// Worker `index` woke: it no longer watches.
