@@ -305,6 +305,18 @@ pub fn run(args: &SoakArgs) -> std::io::Result<Outcome> {
     }
     let stuck = running.stop(STOP_GRACE);
     let live_after_stop = shared.live_tasks();
+    // Which kinds of task outlived the stop: "server connection 5, ...".
+    let live_kinds = shared
+        .live_by_kind()
+        .iter()
+        .map(|(kind, n)| format!("{} {n}", kind.name()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let live_after_stop_text = if live_kinds.is_empty() {
+        format!("{live_after_stop}")
+    } else {
+        format!("{live_after_stop} ({live_kinds})")
+    };
     let after_drop = if stuck.is_empty() {
         drop_pool(pool, before_pool)
     } else {
@@ -331,10 +343,10 @@ pub fn run(args: &SoakArgs) -> std::io::Result<Outcome> {
         last: None,
         allowed_growth: None,
         detail: if stuck.is_empty() {
-            format!("all stopped; live tasks after stop: {live_after_stop}")
+            format!("all stopped; live tasks after stop: {live_after_stop_text}")
         } else {
             format!(
-                "{}; live tasks after stop: {live_after_stop}",
+                "{}; live tasks after stop: {live_after_stop_text}",
                 stuck.join("; ")
             )
         },

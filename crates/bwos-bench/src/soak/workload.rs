@@ -1,8 +1,9 @@
 //! The soak's mixed workload on one pool, every part a loop that runs until
 //! told to stop:
 //!
-//! - **http**: a hyper HTTP/1.1 server on `bwos::net` (an accept loop, a
-//!   task per connection) and `connections` client tasks on the same pool,
+//! - **http**: a hyper HTTP/1.1 server on `bwos::net` (an accept loop
+//!   that ends after the clients, a task per connection) and `connections`
+//!   client tasks on the same pool,
 //!   each opening a connection, sending 1 to 32 `GET /` on it, checking the
 //!   answers and closing it, then opening the next. One op: one answer.
 //! - **fork/join**: a thread outside the pool that `install`s a `join`
@@ -29,7 +30,7 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -79,6 +80,103 @@ impl Part {
     }
 }
 
+/// What a tracked future is: the live count is kept per kind, so that a
+/// stop that leaves tasks behind says which.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    AcceptLoop,
+    ClientLoop,
+    ClientConnection,
+    ServerConnection,
+    TimersLoop,
+    TimerTask,
+    IntervalLoop,
+    BlockingLoop,
+    DroppedLoop,
+    Detached,
+    Sleeper,
+    SetMember,
+    ChannelWaiter,
+}
+
+impl Kind {
+    /// Every kind, in report order.
+    pub const ALL: [Kind; 13] = [
+        Kind::AcceptLoop,
+        Kind::ClientLoop,
+        Kind::ClientConnection,
+        Kind::ServerConnection,
+        Kind::TimersLoop,
+        Kind::TimerTask,
+        Kind::IntervalLoop,
+        Kind::BlockingLoop,
+        Kind::DroppedLoop,
+        Kind::Detached,
+        Kind::Sleeper,
+        Kind::SetMember,
+        Kind::ChannelWaiter,
+    ];
+
+    /// The kind's name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::AcceptLoop => "accept loop",
+            Kind::ClientLoop => "http client loop",
+            Kind::ClientConnection => "client connection",
+            Kind::ServerConnection => "server connection",
+            Kind::TimersLoop => "timers loop",
+            Kind::TimerTask => "timer task",
+            Kind::IntervalLoop => "interval loop",
+            Kind::BlockingLoop => "blocking loop",
+            Kind::DroppedLoop => "dropped loop",
+            Kind::Detached => "detached task",
+            Kind::Sleeper => "aborted sleeper",
+            Kind::SetMember => "dropped set's task",
+            Kind::ChannelWaiter => "channel waiter",
+        }
+    }
+}
+
+/// Where an HTTP client is, for a stop that finds it still running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum ClientStep {
+    Connecting,
+    Handshake,
+    AwaitingReady,
+    AwaitingResponse,
+    ReadingBody,
+    AwaitingConnectionEnd,
+    BackingOff,
+    Between,
+}
+
+impl ClientStep {
+    const ALL: [ClientStep; 8] = [
+        ClientStep::Connecting,
+        ClientStep::Handshake,
+        ClientStep::AwaitingReady,
+        ClientStep::AwaitingResponse,
+        ClientStep::ReadingBody,
+        ClientStep::AwaitingConnectionEnd,
+        ClientStep::BackingOff,
+        ClientStep::Between,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            ClientStep::Connecting => "connecting",
+            ClientStep::Handshake => "in the handshake",
+            ClientStep::AwaitingReady => "awaiting the sender's readiness",
+            ClientStep::AwaitingResponse => "awaiting a response",
+            ClientStep::ReadingBody => "reading a body",
+            ClientStep::AwaitingConnectionEnd => "awaiting its connection task's end",
+            ClientStep::BackingOff => "backing off after an error",
+            ClientStep::Between => "between connections",
+        }
+    }
+}
+
 /// Tasks of one timer batch.
 pub const TIMER_BATCH: usize = 64;
 /// Tasks each round of the dropped part spawns.
@@ -97,7 +195,12 @@ pub struct Shared {
     stop: AtomicBool,
     ops: [AtomicU64; Part::ALL.len()],
     errors: [AtomicU64; Part::ALL.len()],
-    live: AtomicI64,
+    /// Live tracked futures per [`Kind`].
+    live: [AtomicI64; Kind::ALL.len()],
+    /// Each HTTP client's [`ClientStep`].
+    client_steps: Vec<AtomicU8>,
+    /// HTTP client loops not yet ended: the accept loop outlives them.
+    clients_running: AtomicUsize,
     messages: Mutex<Vec<String>>,
 }
 
@@ -116,12 +219,16 @@ impl Counts {
 }
 
 impl Shared {
-    fn new() -> Shared {
+    fn new(connections: u32) -> Shared {
         Shared {
             stop: AtomicBool::new(false),
             ops: Default::default(),
             errors: Default::default(),
-            live: AtomicI64::new(0),
+            live: Default::default(),
+            client_steps: (0..connections)
+                .map(|_| AtomicU8::new(ClientStep::Between as u8))
+                .collect(),
+            clients_running: AtomicUsize::new(connections as usize),
             messages: Mutex::new(Vec::new()),
         }
     }
@@ -161,9 +268,43 @@ impl Shared {
 
     /// Futures spawned by the workload and not yet dropped.
     pub fn live_tasks(&self) -> i64 {
+        self.live_by_kind().iter().map(|(_, n)| n).sum()
+    }
+
+    /// The kinds with live futures, and how many: "server connection 5".
+    pub fn live_by_kind(&self) -> Vec<(Kind, i64)> {
         // Relaxed: a statistic; increments and decrements of one guard are
         // ordered by the task's own execution.
-        self.live.load(Ordering::Relaxed)
+        Kind::ALL
+            .iter()
+            .map(|&kind| (kind, self.live[kind as usize].load(Ordering::Relaxed)))
+            .filter(|&(_, n)| n != 0)
+            .collect()
+    }
+
+    /// Whether the accept loop may end: told to stop, and every client
+    /// loop has ended. A listener closed while a client still connects
+    /// resets that connection (an error the run would count).
+    fn server_may_stop(&self) -> bool {
+        // Acquire: pairs with the Release decrement at a client loop's
+        // end (its last connection was accepted and closed before).
+        self.stopping() && self.clients_running.load(Ordering::Acquire) == 0
+    }
+
+    /// Client `client` is at `step` now.
+    fn client_step(&self, client: u64, step: ClientStep) {
+        // Relaxed: read only for a report, after the stop's grace.
+        self.client_steps[client as usize].store(step as u8, Ordering::Relaxed);
+    }
+
+    /// Where client `client` is.
+    fn client_at(&self, client: usize) -> &'static str {
+        // Relaxed: as in `client_step`.
+        let step = self.client_steps[client].load(Ordering::Relaxed);
+        ClientStep::ALL
+            .iter()
+            .find(|s| **s as u8 == step)
+            .map_or("?", |s| s.name())
     }
 
     /// The first error messages.
@@ -174,9 +315,13 @@ impl Shared {
             .clone()
     }
 
-    /// `future`, counted live from now until it is dropped.
-    fn tracked<F: Future>(self: &Arc<Self>, future: F) -> impl Future<Output = F::Output> + use<F> {
-        let guard = Live::new(Arc::clone(self));
+    /// `future`, counted live as a `kind` from now until it is dropped.
+    fn tracked<F: Future>(
+        self: &Arc<Self>,
+        kind: Kind,
+        future: F,
+    ) -> impl Future<Output = F::Output> + use<F> {
+        let guard = Live::new(Arc::clone(self), kind);
         async move {
             let _guard = guard;
             future.await
@@ -184,21 +329,21 @@ impl Shared {
     }
 }
 
-/// Counts one live future: created with it, dropped with it.
-struct Live(Arc<Shared>);
+/// Counts one live future of a kind: created with it, dropped with it.
+struct Live(Arc<Shared>, Kind);
 
 impl Live {
-    fn new(shared: Arc<Shared>) -> Live {
-        // Relaxed: a statistic (see `Shared::live_tasks`).
-        shared.live.fetch_add(1, Ordering::Relaxed);
-        Live(shared)
+    fn new(shared: Arc<Shared>, kind: Kind) -> Live {
+        // Relaxed: a statistic (see `Shared::live_by_kind`).
+        shared.live[kind as usize].fetch_add(1, Ordering::Relaxed);
+        Live(shared, kind)
     }
 }
 
 impl Drop for Live {
     fn drop(&mut self) {
         // Relaxed: as in `new`.
-        self.0.live.fetch_sub(1, Ordering::Relaxed);
+        self.0.live[self.1 as usize].fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -218,46 +363,79 @@ impl Rng {
     }
 }
 
+/// One loop task of the workload: its part, its name in reports ("http
+/// client 3") and its handle.
+struct Loop {
+    part: Part,
+    name: String,
+    /// The HTTP client's index, for its step in a report.
+    client: Option<usize>,
+    handle: JoinHandle<()>,
+}
+
 /// The workload running on a pool.
 pub struct Running {
     pool: Arc<ThreadPool>,
     shared: Arc<Shared>,
-    loops: Vec<(Part, JoinHandle<()>)>,
+    loops: Vec<Loop>,
     threads: Vec<(Part, thread::JoinHandle<()>)>,
 }
 
 impl Running {
     /// Starts every part on `pool`, with `connections` HTTP clients.
     pub fn start(pool: Arc<ThreadPool>, connections: u32) -> std::io::Result<Running> {
-        let shared = Arc::new(Shared::new());
+        let shared = Arc::new(Shared::new(connections));
         let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
         let address = listener.local_addr()?;
         let mut loops = Vec::new();
-        let spawn = |part: Part, future: BoxedLoop| (part, pool.spawn_task(shared.tracked(future)));
+        let spawn = |part: Part, kind: Kind, name: String, future: BoxedLoop| Loop {
+            part,
+            name,
+            client: None,
+            handle: pool.spawn_task(shared.tracked(kind, future)),
+        };
         loops.push(spawn(
             Part::Http,
-            Box::pin(accept_loop(listener, Arc::clone(&shared))) as BoxedLoop,
+            Kind::AcceptLoop,
+            "accept".into(),
+            Box::pin(accept_loop(listener, Arc::clone(&shared))),
         ));
         for client in 0..connections {
             let future = client_loop(address, Arc::clone(&shared), u64::from(client));
-            loops.push(spawn(Part::Http, Box::pin(future)));
+            let name = format!("http client {client}");
+            let mut client_loop = spawn(Part::Http, Kind::ClientLoop, name, Box::pin(future));
+            client_loop.client = Some(client as usize);
+            loops.push(client_loop);
         }
-        loops.push(spawn(
-            Part::Timers,
-            Box::pin(timers_loop(Arc::clone(&shared))),
-        ));
-        loops.push(spawn(
-            Part::Timers,
-            Box::pin(interval_loop(Arc::clone(&shared))),
-        ));
-        loops.push(spawn(
-            Part::Blocking,
-            Box::pin(blocking_loop(Arc::clone(&shared))),
-        ));
-        loops.push(spawn(
-            Part::Dropped,
-            Box::pin(dropped_loop(Arc::clone(&shared))),
-        ));
+        let others: [(Part, Kind, &str, BoxedLoop); 4] = [
+            (
+                Part::Timers,
+                Kind::TimersLoop,
+                "timers",
+                Box::pin(timers_loop(Arc::clone(&shared))),
+            ),
+            (
+                Part::Timers,
+                Kind::IntervalLoop,
+                "interval",
+                Box::pin(interval_loop(Arc::clone(&shared))),
+            ),
+            (
+                Part::Blocking,
+                Kind::BlockingLoop,
+                "blocking",
+                Box::pin(blocking_loop(Arc::clone(&shared))),
+            ),
+            (
+                Part::Dropped,
+                Kind::DroppedLoop,
+                "dropped",
+                Box::pin(dropped_loop(Arc::clone(&shared))),
+            ),
+        ];
+        for (part, kind, name, future) in others {
+            loops.push(spawn(part, kind, name.into(), future));
+        }
         let mut threads = Vec::new();
         for (part, body) in [
             (Part::ForkJoin, fork_join_loop as fn(&ThreadPool, &Shared)),
@@ -283,24 +461,23 @@ impl Running {
     }
 
     /// Tells every part to stop and waits up to `grace` for the loops, the
-    /// threads and every task they spawned to end. Returns what did not
-    /// (empty if all ended); the pool is not dropped here.
+    /// threads and every task they spawned to end. Returns what did not,
+    /// by name (empty if all ended); the pool is not dropped here.
     pub fn stop(self, grace: Duration) -> Vec<String> {
         let Running {
             pool,
             shared,
-            loops,
+            mut loops,
             threads,
         } = self;
         // Relaxed: see `Shared::stopping`.
         shared.stop.store(true, Ordering::Relaxed);
         let deadline = Instant::now() + grace;
         let mut stuck = Vec::new();
-        let loops_shared = Arc::clone(&shared);
-        let all_ended = async move {
-            for (part, handle) in loops {
-                if let Err(error) = handle.await {
-                    loops_shared.error(part, format!("a loop task ended with {error}"));
+        let all_ended = async {
+            for task in &mut loops {
+                if let Err(error) = (&mut task.handle).await {
+                    shared.error(task.part, format!("{} ended with {error}", task.name));
                 }
             }
         };
@@ -308,7 +485,18 @@ impl Running {
         // made here, outside any pool, it would start the global pool.
         let awaited = pool.block_on(async move { bwos::time::timeout(grace, all_ended).await });
         if awaited.is_err() {
-            stuck.push(format!("loop tasks still running {grace:?} after stop"));
+            let running: Vec<String> = loops
+                .iter()
+                .filter(|task| !task.handle.is_finished())
+                .map(|task| match task.client {
+                    Some(client) => format!("{} ({})", task.name, shared.client_at(client)),
+                    None => task.name.clone(),
+                })
+                .collect();
+            stuck.push(format!(
+                "loop tasks still running {grace:?} after stop: {}",
+                running.join(", ")
+            ));
         }
         for (part, thread) in threads {
             while !thread.is_finished() && Instant::now() < deadline {
@@ -349,13 +537,15 @@ async fn accept_loop(listener: std::net::TcpListener, shared: Arc<Shared>) {
         Ok(listener) => listener,
         Err(error) => return shared.error(Part::Http, format!("listener: {error}")),
     };
-    while !shared.stopping() {
+    while !shared.server_may_stop() {
         match bwos::time::timeout(ACCEPT_POLL, listener.accept()).await {
             Err(_elapsed) => {}
             Ok(Ok((stream, _))) => {
                 let _ = stream.set_nodelay(true);
                 let serve = serve_connection(stream, Arc::clone(&shared));
-                drop(bwos::task::spawn(shared.tracked(serve)));
+                drop(bwos::task::spawn(
+                    shared.tracked(Kind::ServerConnection, serve),
+                ));
             }
             Ok(Err(error)) => {
                 shared.error(Part::Http, format!("accept: {error}"));
@@ -379,29 +569,38 @@ async fn serve_connection(stream: bwos::net::TcpStream, shared: Arc<Shared>) {
 
 type Failure = Box<dyn std::error::Error + Send + Sync>;
 
-async fn client_loop(address: SocketAddr, shared: Arc<Shared>, seed: u64) {
-    let mut rng = Rng::new(seed);
+async fn client_loop(address: SocketAddr, shared: Arc<Shared>, client: u64) {
+    let mut rng = Rng::new(client);
     while !shared.stopping() {
         let requests = 1 + rng.below(MAX_REQUESTS_PER_CONNECTION);
-        if let Err(error) = client_connection(address, requests, &shared).await {
+        if let Err(error) = client_connection(address, requests, &shared, client).await {
             shared.error(Part::Http, format!("client: {error}"));
             // Do not spin on a server that refuses.
+            shared.client_step(client, ClientStep::BackingOff);
             bwos::time::sleep(Duration::from_millis(10)).await;
         }
+        shared.client_step(client, ClientStep::Between);
     }
+    // Release: pairs with the Acquire load in `server_may_stop`.
+    shared.clients_running.fetch_sub(1, Ordering::Release);
 }
 
-/// One connection: `requests` requests (fewer if told to stop), then close.
+/// One connection of client `client`: `requests` requests (fewer if told
+/// to stop), then close.
 async fn client_connection(
     address: SocketAddr,
     requests: u64,
     shared: &Arc<Shared>,
+    client: u64,
 ) -> Result<(), Failure> {
+    let step = |step| shared.client_step(client, step);
+    step(ClientStep::Connecting);
     let stream = bwos::net::TcpStream::connect(address).await?;
     stream.set_nodelay(true)?;
+    step(ClientStep::Handshake);
     let (mut sender, connection) =
         hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-    let connection = bwos::task::spawn(shared.tracked(connection));
+    let connection = bwos::task::spawn(shared.tracked(Kind::ClientConnection, connection));
     let result = async {
         for _ in 0..requests {
             if shared.stopping() {
@@ -410,9 +609,12 @@ async fn client_connection(
             let request = Request::get("/")
                 .header(hyper::header::HOST, "127.0.0.1")
                 .body(Empty::<Bytes>::new())?;
+            step(ClientStep::AwaitingReady);
             sender.ready().await?;
+            step(ClientStep::AwaitingResponse);
             let response = sender.send_request(request).await?;
             let status = response.status();
+            step(ClientStep::ReadingBody);
             let body = response.into_body().collect().await?.to_bytes();
             if !status.is_success() || body != HELLO {
                 return Err(format!("answer {status} {body:?}").into());
@@ -424,6 +626,7 @@ async fn client_connection(
     .await;
     // Closing: the connection task ends once the sender is gone.
     drop(sender);
+    step(ClientStep::AwaitingConnectionEnd);
     let closed = connection.await;
     result?;
     closed??;
@@ -436,7 +639,7 @@ async fn timers_loop(shared: Arc<Shared>) {
         let mut batch = JoinSet::new();
         for _ in 0..TIMER_BATCH {
             let wait = Duration::from_micros(rng.below(20_000));
-            batch.spawn(shared.tracked(async move {
+            batch.spawn(shared.tracked(Kind::TimerTask, async move {
                 bwos::time::sleep(wait).await;
                 let never = std::future::pending::<()>();
                 let fired = bwos::time::timeout(Duration::from_millis(1), never)
@@ -491,17 +694,20 @@ async fn dropped_loop(shared: Arc<Shared>) {
         // Detached at once; each counts when it ends.
         for _ in 0..16 {
             let counted = Arc::clone(&shared);
-            drop(bwos::task::spawn(shared.tracked(async move {
-                bwos::task::yield_now().await;
-                bwos::task::yield_now().await;
-                counted.op(Part::Dropped, 1);
-            })));
+            drop(bwos::task::spawn(shared.tracked(
+                Kind::Detached,
+                async move {
+                    bwos::task::yield_now().await;
+                    bwos::task::yield_now().await;
+                    counted.op(Part::Dropped, 1);
+                },
+            )));
         }
         // Aborted while asleep on a timer far away.
         let sleepers: Vec<_> = (0..16)
             .map(|_| {
                 let far = bwos::time::sleep(Duration::from_secs(3600));
-                bwos::task::spawn(shared.tracked(far))
+                bwos::task::spawn(shared.tracked(Kind::Sleeper, far))
             })
             .collect();
         bwos::task::yield_now().await;
@@ -518,7 +724,7 @@ async fn dropped_loop(shared: Arc<Shared>) {
         // A set dropped with its tasks pending (dropping it aborts them).
         let mut set = JoinSet::new();
         for _ in 0..16 {
-            set.spawn(shared.tracked(std::future::pending::<()>()));
+            set.spawn(shared.tracked(Kind::SetMember, std::future::pending::<()>()));
         }
         bwos::task::yield_now().await;
         drop(set);
@@ -526,13 +732,16 @@ async fn dropped_loop(shared: Arc<Shared>) {
         // Detached while blocked on a channel; its sender goes away.
         let (sender, receiver) = futures_channel::oneshot::channel::<()>();
         let counted = Arc::clone(&shared);
-        drop(bwos::task::spawn(shared.tracked(async move {
-            if receiver.await.is_err() {
-                counted.op(Part::Dropped, 1);
-            } else {
-                counted.error(Part::Dropped, "a dropped sender sent");
-            }
-        })));
+        drop(bwos::task::spawn(shared.tracked(
+            Kind::ChannelWaiter,
+            async move {
+                if receiver.await.is_err() {
+                    counted.op(Part::Dropped, 1);
+                } else {
+                    counted.error(Part::Dropped, "a dropped sender sent");
+                }
+            },
+        )));
         drop(sender);
         bwos::time::sleep(Duration::from_millis(1)).await;
     }
