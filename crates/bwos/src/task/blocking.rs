@@ -176,6 +176,26 @@ mod tests {
         });
     }
 
+    /// Runs `threads` closures that wait for each other (a barrier), so
+    /// the pool needs that many blocking threads at once, and waits for
+    /// them to finish.
+    fn run_on_blocking_threads_at_once(pool: &crate::ThreadPool, threads: usize) {
+        let barrier = Arc::new(Barrier::new(threads));
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                let barrier = Arc::clone(&barrier);
+                pool.spawn_blocking(move || {
+                    barrier.wait();
+                })
+            })
+            .collect();
+        pool.block_on(async {
+            for handle in handles {
+                handle.await.unwrap();
+            }
+        });
+    }
+
     #[test]
     #[cfg_attr(miri, ignore = "a whole pool: OS calls Miri does not support")]
     fn idle_blocking_threads_exit_after_the_keep_alive() {
@@ -185,20 +205,7 @@ mod tests {
                 .blocking_keep_alive(Duration::from_millis(20))
                 .build()
                 .unwrap();
-            let barrier = Arc::new(Barrier::new(4));
-            let handles: Vec<_> = (0..4)
-                .map(|_| {
-                    let barrier = Arc::clone(&barrier);
-                    pool.spawn_blocking(move || {
-                        barrier.wait();
-                    })
-                })
-                .collect();
-            pool.block_on(async {
-                for handle in handles {
-                    handle.await.unwrap();
-                }
-            });
+            run_on_blocking_threads_at_once(&pool, 4);
             assert!(pool.registry.blocking.threads() >= 1);
             // No timing assert: wait (under the watchdog) until they left.
             while pool.registry.blocking.threads() != 0 {
@@ -219,20 +226,7 @@ mod tests {
                 .build()
                 .unwrap();
             // Four threads, needed once.
-            let barrier = Arc::new(Barrier::new(4));
-            let handles: Vec<_> = (0..4)
-                .map(|_| {
-                    let barrier = Arc::clone(&barrier);
-                    pool.spawn_blocking(move || {
-                        barrier.wait();
-                    })
-                })
-                .collect();
-            pool.block_on(async {
-                for handle in handles {
-                    handle.await.unwrap();
-                }
-            });
+            run_on_blocking_threads_at_once(&pool, 4);
             assert_eq!(pool.registry.blocking.threads(), 4);
             // Then one closure at a time, back to back: one thread (two,
             // when a closure is pushed before its predecessor's thread is
