@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: unit, property, drop, stress and doc tests; the loom
 # models of the queue protocol and of the runtime's protocol cores; the
-# queue's tests under Miri; rayon's own test suite run on the rayon-core
+# queue's tests under Miri; ThreadSanitizer and AddressSanitizer over the
+# threaded tests; rayon's own test suite run on the rayon-core
 # drop-in.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,3 +44,6 @@ cargo +nightly miri test -p bwos --lib -- sched::frame_cache sched::job scope::t
 cargo +nightly miri test -p bwos --lib task::
 cargo +nightly miri test -p bwos --lib fork::
 cargo +nightly miri test -p bwos --lib worklist::
+
+echo "== ThreadSanitizer, then AddressSanitizer with LeakSanitizer: the queue's stress tests, the runtime's unit and threaded integration tests (scripts/sanitizers.sh names what it runs and skips; about 8 minutes cold)"
+./scripts/sanitizers.sh
