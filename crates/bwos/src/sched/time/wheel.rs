@@ -375,6 +375,39 @@ mod tests {
         assert!(wheel.has_fired(timer));
     }
 
+    /// One step of [`timers_added_while_time_runs_fire_exactly_when_due`].
+    #[derive(Debug, Clone)]
+    enum Op {
+        /// A timer due this many ticks after `elapsed`.
+        Insert(u64),
+        /// Remove the live timer at this index (modulo the count).
+        Remove(usize),
+        /// Move the timer at this index to this many ticks after `elapsed`.
+        Reset(usize, u64),
+        /// Process time this many ticks on.
+        Advance(u64),
+    }
+
+    /// Delays and steps from a tick to beyond level 3 (about 4.6 hours of
+    /// ticks), weighted to the small ones a pool mostly sees.
+    fn span() -> impl Strategy<Value = u64> {
+        prop_oneof![
+            4 => 0u64..70,
+            3 => 0u64..5_000,
+            2 => 0u64..300_000,
+            1 => 0u64..20_000_000,
+        ]
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => span().prop_map(Op::Insert),
+            1 => any::<usize>().prop_map(Op::Remove),
+            1 => (any::<usize>(), span()).prop_map(|(i, d)| Op::Reset(i, d)),
+            4 => span().prop_map(Op::Advance),
+        ]
+    }
+
     proptest! {
         /// Against a model (a sorted list): the same timers fire by every
         /// `now`, whatever the deadlines, removals and steps.
@@ -408,6 +441,58 @@ mod tests {
                 match (next, pending) {
                     (None, None) => {}
                     (Some(next), Some(pending)) => prop_assert!(next <= pending && next > now),
+                    other => prop_assert!(false, "next {:?}", other),
+                }
+            }
+        }
+
+        /// Against a model, with timers added, moved and removed while
+        /// time runs (a long-running pool: `elapsed` far from zero, every
+        /// level in use, the slots of a level behind and ahead of
+        /// `elapsed`): after every step exactly the due timers have fired,
+        /// and the next expiration is no later than the earliest pending
+        /// deadline.
+        #[test]
+        fn timers_added_while_time_runs_fire_exactly_when_due(
+            start in prop_oneof![Just(0u64), 0u64..50_000_000],
+            ops in proptest::collection::vec(op(), 1..120),
+        ) {
+            let mut wheel = Wheel::new();
+            fire_until(&mut wheel, start);
+            let mut now = start;
+            let mut live: Vec<(TimerKey, u64)> = Vec::new();
+            for op in ops {
+                match op {
+                    Op::Insert(delay) => {
+                        let when = now + delay;
+                        let key = wheel.insert(when, None);
+                        prop_assert_eq!(wheel.has_fired(key), when <= now);
+                        live.push((key, when));
+                    }
+                    Op::Remove(i) if !live.is_empty() => {
+                        let (key, _) = live.swap_remove(i % live.len());
+                        wheel.remove(key);
+                    }
+                    Op::Reset(i, delay) if !live.is_empty() => {
+                        let i = i % live.len();
+                        let when = now + delay;
+                        wheel.reset(live[i].0, when);
+                        live[i].1 = when;
+                    }
+                    Op::Remove(_) | Op::Reset(..) => {}
+                    Op::Advance(step) => {
+                        now += step;
+                        fire_until(&mut wheel, now);
+                    }
+                }
+                for &(key, when) in &live {
+                    prop_assert_eq!(wheel.has_fired(key), when <= now, "deadline {} at {}", when, now);
+                }
+                let next = wheel.next_expiration_tick();
+                let pending = live.iter().filter(|(_, when)| *when > now).map(|(_, when)| *when).min();
+                match (next, pending) {
+                    (None, None) => {}
+                    (Some(next), Some(pending)) => prop_assert!(next <= pending && next > now, "next {} pending {} now {}", next, pending, now),
                     other => prop_assert!(false, "next {:?}", other),
                 }
             }
