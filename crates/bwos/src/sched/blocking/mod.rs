@@ -25,13 +25,23 @@
 
 pub(crate) mod queue;
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 use super::context;
 use super::registry::Registry;
 use super::task::raw::Notified;
-use queue::{BlockingQueue, Pushed};
+use queue::{BlockingQueue, Pushed, Waiter};
+
+thread_local! {
+    /// On a blocking thread: its pool (the address of its `Shared`, only
+    /// compared) and its identity in the pool's queue, through which the
+    /// closure's task announces that the thread comes back
+    /// ([`BlockingPool::closure_returned`]).
+    static THIS_THREAD: RefCell<Option<(usize, Rc<Waiter>)>> = const { RefCell::new(None) };
+}
 
 /// The default of `ThreadPoolBuilder::max_blocking_threads` (tokio's).
 pub(crate) const DEFAULT_MAX_BLOCKING_THREADS: usize = 512;
@@ -108,6 +118,22 @@ impl BlockingPool {
         orphans.into_iter().for_each(Notified::cancel);
     }
 
+    /// The closure of a blocking task returned, on this pool's blocking
+    /// thread, and its output is about to be published: the thread counts
+    /// as coming back for the next entry (`BlockingQueue::returning`), so
+    /// entries that the output's waiter pushes at once wait for it rather
+    /// than start threads. Does nothing on any other thread.
+    pub(crate) fn closure_returned(&self) {
+        let pool = Arc::as_ptr(&self.shared) as usize;
+        THIS_THREAD.with(|this| {
+            if let Some((this_pool, waiter)) = &*this.borrow()
+                && *this_pool == pool
+            {
+                self.shared.queue.returning(waiter);
+            }
+        });
+    }
+
     /// Blocking threads alive now.
     #[cfg(test)]
     pub(crate) fn threads(&self) -> usize {
@@ -119,7 +145,9 @@ impl Shared {
     /// A blocking thread's body: run entries until idle for `keep_alive`
     /// or shut down.
     fn run(self: Arc<Self>) {
-        let waiter = self.queue.waiter();
+        let waiter = Rc::new(self.queue.waiter());
+        let pool = Arc::as_ptr(&self) as usize;
+        THIS_THREAD.with(|this| *this.borrow_mut() = Some((pool, Rc::clone(&waiter))));
         while let Some(task) = self.queue.next(&waiter, self.keep_alive) {
             // Panics are caught by the task cell (the handle gets a
             // `JoinError`), so the thread survives its closures. The
@@ -129,6 +157,7 @@ impl Shared {
                 None => task.run(),
             }
         }
+        THIS_THREAD.with(|this| this.borrow_mut().take());
     }
 }
 

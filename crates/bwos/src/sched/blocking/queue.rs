@@ -13,6 +13,16 @@
 //! in the queue for a thread that is busy (and will look at the queue
 //! before it idles): none is left without a thread.
 //!
+//! A thread on its way to the queue counts as one that will take an
+//! entry: a thread just started, and one that finished an entry and said
+//! so ([`BlockingQueue::returning`]) before the entry's result was
+//! published. Entries pushed while such threads are on their way wait for
+//! them instead of starting more. Without this, a task that runs a few
+//! closures at a time, again and again, starts a thread whenever the
+//! finished ones have not come back to the queue yet or the new ones have
+//! not reached it (windows a busy machine makes wide), and the pool grows
+//! to many times the threads it needs.
+//!
 //! Why a stack: under a steady load the same few threads take every
 //! entry, and the ones at the bottom stay idle long enough to exit after
 //! the keep-alive. With one shared condition variable the OS wakes the
@@ -38,6 +48,11 @@ struct State<T> {
     /// Threads waiting for an entry and not claimed by a pusher, the one
     /// that went idle last on top.
     idle: Vec<Idle>,
+    /// Threads on their way to `next` that will take a queued entry, if
+    /// there is one, without waiting: started and not in `next` yet, or
+    /// finished an entry and announced their return
+    /// ([`BlockingQueue::returning`]).
+    arriving: usize,
     /// The threads (by [`Waiter::id`]) that pushers claimed and that have
     /// not woken yet: at most a handful, as many as entries pushed while
     /// their threads wake.
@@ -57,6 +72,9 @@ struct Idle {
 /// passed to every [`BlockingQueue::next`].
 pub(crate) struct Waiter {
     id: usize,
+    /// Counted in `arriving` (just started, or announced its return)
+    /// until its next call of `next`.
+    arriving: std::cell::Cell<bool>,
     /// Notified by the pusher that claims this thread, and at shutdown.
     wake: Arc<Condvar>,
 }
@@ -81,6 +99,7 @@ impl<T> BlockingQueue<T> {
                 queue: VecDeque::new(),
                 threads: 0,
                 idle: Vec::new(),
+                arriving: 0,
                 claimed: Vec::new(),
                 next_waiter: 0,
                 shutdown: false,
@@ -97,8 +116,9 @@ impl<T> BlockingQueue<T> {
             .unwrap_or_else(|poison| poison.into_inner())
     }
 
-    /// Queues `item` for a thread: an idle one, a new one if fewer than
-    /// the maximum run, else the next one to finish its entry.
+    /// Queues `item` for a thread: an idle one, one on its way to the
+    /// queue, a new one if fewer than the maximum run, else the next one
+    /// to finish its entry.
     pub(crate) fn push(&self, item: T) -> Pushed<T> {
         let mut state = self.lock();
         if state.shutdown {
@@ -111,11 +131,19 @@ impl<T> BlockingQueue<T> {
             idle.wake.notify_one();
             return Pushed::Queued;
         }
+        if state.queue.len() <= state.arriving + state.claimed.len() {
+            // Every queued entry has a thread on its way to take it: one
+            // arriving, or an idle one claimed by an earlier push and not
+            // awake yet (each takes whichever entry is first: only the
+            // counts matter).
+            return Pushed::Queued;
+        }
         if state.threads >= self.max_threads {
             // A busy thread takes it when it finishes.
             return Pushed::Queued;
         }
         state.threads += 1;
+        state.arriving += 1;
         Pushed::StartThread
     }
 
@@ -124,6 +152,7 @@ impl<T> BlockingQueue<T> {
     pub(crate) fn start_failed(&self) -> Vec<T> {
         let mut state = self.lock();
         state.threads -= 1;
+        state.arriving -= 1;
         if state.threads == 0 {
             state.queue.drain(..).collect()
         } else {
@@ -131,15 +160,28 @@ impl<T> BlockingQueue<T> {
         }
     }
 
-    /// The identity a new thread (one that `push` asked for) passes to
-    /// [`next`](Self::next).
+    /// The identity a new thread (one that `push` asked for, counted as
+    /// arriving until its first [`next`](Self::next)) passes to `next`.
     pub(crate) fn waiter(&self) -> Waiter {
         let mut state = self.lock();
         let id = state.next_waiter;
         state.next_waiter += 1;
         Waiter {
             id,
+            arriving: std::cell::Cell::new(true),
             wake: Arc::new(Condvar::new()),
+        }
+    }
+
+    /// The thread of `waiter` finished its entry and calls
+    /// [`next`](Self::next) without blocking in between: entries pushed
+    /// from now on may wait for it instead of starting a thread. Called
+    /// before the entry's result is published (whoever waits for it may
+    /// push the next entries at once); more calls before `next` count
+    /// once.
+    pub(crate) fn returning(&self, waiter: &Waiter) {
+        if !waiter.arriving.replace(true) {
+            self.lock().arriving += 1;
         }
     }
 
@@ -147,6 +189,9 @@ impl<T> BlockingQueue<T> {
     /// `keep_alive`, or the pool shut down), and it no longer counts.
     pub(crate) fn next(&self, waiter: &Waiter, keep_alive: Duration) -> Option<T> {
         let mut state = self.lock();
+        if waiter.arriving.replace(false) {
+            state.arriving -= 1;
+        }
         loop {
             if let Some(item) = state.queue.pop_front() {
                 return Some(item);
