@@ -24,9 +24,11 @@
 //!   ≤ max(`--tolerance` (5) % of first, its slack). The slack covers what
 //!   the workload holds for a moment by design, so that a figure sampled
 //!   at a busy instant does not look like a leak: RSS 1 MiB (page-grain
-//!   jitter of the allocator and of threads' stacks), threads 4 (blocking
-//!   threads started for a moment beyond the 4 closures in flight, which
-//!   exit after their keep-alive), descriptors 2 × `--connections` + 4
+//!   jitter of the allocator and of threads' stacks), threads 4 (room for
+//!   blocking threads beyond the 4 that the part's closures in flight
+//!   need: the blocking pool counts a thread on its way back as a taker
+//!   and starts none under this load, but a surplus would exit after its
+//!   keep-alive, while a leak outgrows any constant), descriptors 2 × `--connections` + 4
 //!   (both ends of each connection, opened and closed continually), live
 //!   tasks a timer batch + a dropped round + 3 × `--connections` (the
 //!   most the workload holds at once beyond its steady loops). A leak
