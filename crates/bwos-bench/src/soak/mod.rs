@@ -33,8 +33,12 @@
 //!   tasks a timer batch + a dropped round + 3 × `--connections` (the
 //!   most the workload holds at once beyond its steady loops). A leak
 //!   outgrows them within minutes: these bounds are per run, not per op.
-//! - **Progress.** Every part completed operations in every interval
-//!   after warm-up (nothing hung).
+//! - **Progress.** Every part, and every HTTP client, completed
+//!   operations in every interval after warm-up (nothing hung). A client
+//!   without an answer is also printed under its row as the sample is
+//!   taken, with its step and its connection's two sockets as the kernel
+//!   sees them (state, bytes queued to send and to read): bytes waiting
+//!   to be read by a task that sleeps are a lost wake-up.
 //! - **No errors.** Every error of the workload (a failed request or
 //!   connection, a wrong result, a panic, a timer that misbehaved) is
 //!   counted and the first 20 are kept with their message; any fails
@@ -213,6 +217,10 @@ pub struct Sample {
     pub ops: Vec<u64>,
     /// Errors since the start, all parts.
     pub errors: u64,
+    /// The HTTP clients that received no answer since the sample before,
+    /// each with its step and its connection's sockets as the kernel sees
+    /// them (`Shared::client_report`).
+    pub stalled_clients: Vec<String>,
 }
 
 /// One check of the verdict.
@@ -284,9 +292,19 @@ pub fn run(args: &SoakArgs) -> std::io::Result<Outcome> {
     let duration = Duration::from_secs_f64(settings.duration_s);
     let mut samples: Vec<Sample> = Vec::new();
     let mut tick = 0u32;
+    let mut answers_before: Option<Vec<u64>> = None;
     loop {
         let at = start.elapsed();
         let counts = shared.counts();
+        let answers = shared.client_answers();
+        let stalled_clients: Vec<String> = match &answers_before {
+            Some(before) => (0..answers.len())
+                .filter(|&client| answers[client] == before[client])
+                .map(|client| shared.client_report(client))
+                .collect(),
+            None => Vec::new(),
+        };
+        answers_before = Some(answers);
         let sample = Sample {
             at_s: at.as_secs_f64(),
             warmup: at.as_secs_f64() < settings.warmup_s,
@@ -294,8 +312,12 @@ pub fn run(args: &SoakArgs) -> std::io::Result<Outcome> {
             live_tasks: shared.live_tasks(),
             ops: counts.ops.to_vec(),
             errors: counts.total_errors(),
+            stalled_clients,
         };
         println!("{}", render_row(&sample, samples.last()));
+        for stalled in &sample.stalled_clients {
+            println!("   no answer in this interval: {stalled}");
+        }
         let _ = std::io::stdout().flush();
         samples.push(sample);
         tick += 1;
@@ -494,6 +516,9 @@ fn progress_check(samples: &[Sample]) -> Check {
                 stalls.push(format!("{} at {:.1} s", part.name(), after.at_s));
             }
         }
+        for client in &after.stalled_clients {
+            stalls.push(format!("{client} at {:.1} s", after.at_s));
+        }
     }
     Check {
         name: "progress".into(),
@@ -502,7 +527,7 @@ fn progress_check(samples: &[Sample]) -> Check {
         last: None,
         allowed_growth: None,
         detail: if stalls.is_empty() {
-            "every part completed operations in every interval".into()
+            "every part and every HTTP client completed operations in every interval".into()
         } else {
             format!("no operation in the interval ending: {}", stalls.join(", "))
         },
@@ -627,6 +652,7 @@ mod tests {
             live_tasks,
             ops: vec![ops; Part::ALL.len()],
             errors: 0,
+            stalled_clients: Vec::new(),
         }
     }
 
@@ -671,6 +697,19 @@ mod tests {
         let progress = progress_check(&samples);
         assert!(!progress.passed);
         assert!(progress.detail.contains("at 6.0 s"), "{}", progress.detail);
+        // One HTTP client without an answer fails it too, named.
+        samples[6].ops = vec![6; Part::ALL.len()];
+        assert!(progress_check(&samples).passed);
+        samples[8].stalled_clients = vec!["http client 3 (awaiting a response; ...)".into()];
+        let progress = progress_check(&samples);
+        assert!(!progress.passed);
+        assert!(
+            progress
+                .detail
+                .contains("http client 3 (awaiting a response; ...) at 8.0 s"),
+            "{}",
+            progress.detail
+        );
     }
 
     #[test]

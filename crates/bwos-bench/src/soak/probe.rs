@@ -43,6 +43,64 @@ pub fn thread_names() -> Vec<String> {
     names
 }
 
+/// The IPv4 TCP sockets of this network namespace with `port` at either
+/// end (`/proc/net/tcp`), each as "local -> remote STATE, send queue N,
+/// receive queue M" (bytes the kernel holds: not yet acknowledged by the
+/// peer, and not yet read by the process); empty where `/proc` does not
+/// tell.
+pub fn tcp_sockets_on_port(port: u16) -> Vec<String> {
+    let Ok(table) = std::fs::read_to_string("/proc/net/tcp") else {
+        return Vec::new();
+    };
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            // "sl local rem st tx_queue:rx_queue ...", addresses as
+            // "0100007F:1F90" (the IPv4 address little-endian, the port).
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (local, remote, state, queues) = (
+                fields.get(1)?,
+                fields.get(2)?,
+                fields.get(3)?,
+                fields.get(4)?,
+            );
+            let port_of = |address: &str| u16::from_str_radix(address.split(':').nth(1)?, 16).ok();
+            if port_of(local)? != port && port_of(remote)? != port {
+                return None;
+            }
+            let (send, receive) = queues.split_once(':')?;
+            let bytes = |hex: &str| u64::from_str_radix(hex, 16).ok();
+            Some(format!(
+                "{} -> {} {}, send queue {}, receive queue {}",
+                port_of(local)?,
+                port_of(remote)?,
+                tcp_state(state),
+                bytes(send)?,
+                bytes(receive)?
+            ))
+        })
+        .collect()
+}
+
+/// The name of a `/proc/net/tcp` state (`include/net/tcp_states.h`).
+fn tcp_state(hex: &str) -> &'static str {
+    match hex {
+        "01" => "ESTABLISHED",
+        "02" => "SYN_SENT",
+        "03" => "SYN_RECV",
+        "04" => "FIN_WAIT1",
+        "05" => "FIN_WAIT2",
+        "06" => "TIME_WAIT",
+        "07" => "CLOSE",
+        "08" => "CLOSE_WAIT",
+        "09" => "LAST_ACK",
+        "0A" => "LISTEN",
+        "0B" => "CLOSING",
+        _ => "?",
+    }
+}
+
 fn rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|line| line.starts_with("VmRSS:"))?;
@@ -70,5 +128,37 @@ mod tests {
         assert!(now.fds.expect("descriptors") >= 1, "the open file counts");
         assert!(now.threads.expect("threads") >= 1);
         drop(file);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn proc_net_tcp_shows_both_ends_of_a_connection_and_unread_bytes() {
+        use std::io::Write;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        client.write_all(b"hello").unwrap();
+        let port = client.local_addr().unwrap().port();
+        // The five bytes reach the server's receive queue (loopback) and
+        // stay there: nobody reads them. Wait for them under the watchdog.
+        let unread = bwos_testkit::watchdog("proc_net_tcp", || {
+            loop {
+                let sockets = tcp_sockets_on_port(port);
+                if sockets.iter().any(|s| s.ends_with("receive queue 5")) {
+                    return sockets;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        });
+        assert_eq!(unread.len(), 2, "{unread:?}");
+        assert!(
+            unread.iter().all(|s| s.contains("ESTABLISHED")),
+            "{unread:?}"
+        );
+        assert!(
+            unread.iter().any(|s| s.starts_with(&format!("{port} -> "))),
+            "{unread:?}"
+        );
+        drop(server);
     }
 }

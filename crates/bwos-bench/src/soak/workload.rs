@@ -30,7 +30,9 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{
+    AtomicBool, AtomicI64, AtomicU8, AtomicU16, AtomicU64, AtomicUsize, Ordering,
+};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -199,6 +201,12 @@ pub struct Shared {
     live: [AtomicI64; Kind::ALL.len()],
     /// Each HTTP client's [`ClientStep`].
     client_steps: Vec<AtomicU8>,
+    /// Answers each HTTP client received: a client whose count stands
+    /// still over an interval is stuck.
+    client_answers: Vec<AtomicU64>,
+    /// The local port of each HTTP client's current connection (0: none),
+    /// to find its sockets in `/proc/net/tcp` when it is stuck.
+    client_ports: Vec<AtomicU16>,
     /// HTTP client loops not yet ended: the accept loop outlives them.
     clients_running: AtomicUsize,
     messages: Mutex<Vec<String>>,
@@ -228,6 +236,8 @@ impl Shared {
             client_steps: (0..connections)
                 .map(|_| AtomicU8::new(ClientStep::Between as u8))
                 .collect(),
+            client_answers: (0..connections).map(|_| AtomicU64::new(0)).collect(),
+            client_ports: (0..connections).map(|_| AtomicU16::new(0)).collect(),
             clients_running: AtomicUsize::new(connections as usize),
             messages: Mutex::new(Vec::new()),
         }
@@ -295,6 +305,40 @@ impl Shared {
     fn client_step(&self, client: u64, step: ClientStep) {
         // Relaxed: read only for a report, after the stop's grace.
         self.client_steps[client as usize].store(step as u8, Ordering::Relaxed);
+    }
+
+    /// Answers each HTTP client has received so far.
+    pub fn client_answers(&self) -> Vec<u64> {
+        // Relaxed: a statistic, as `op`.
+        self.client_answers
+            .iter()
+            .map(|answers| answers.load(Ordering::Relaxed))
+            .collect()
+    }
+
+    /// What HTTP client `client` is doing, for a report: its step and the
+    /// kernel's view of its connection's sockets (both ends: state and
+    /// bytes queued to send and to read), which tells a lost wake-up
+    /// (bytes waiting to be read by a task that sleeps) from a peer that
+    /// never sent.
+    pub fn client_report(&self, client: usize) -> String {
+        // Relaxed: read for a report; the port was stored before the
+        // connection was used.
+        let port = self.client_ports[client].load(Ordering::Relaxed);
+        let sockets = if port == 0 {
+            "no connection".to_string()
+        } else {
+            let lines = super::probe::tcp_sockets_on_port(port);
+            if lines.is_empty() {
+                format!("port {port}: no socket in /proc/net/tcp")
+            } else {
+                lines.join("; ")
+            }
+        };
+        format!(
+            "http client {client} ({}; {sockets})",
+            self.client_at(client)
+        )
     }
 
     /// Where client `client` is.
@@ -489,7 +533,7 @@ impl Running {
                 .iter()
                 .filter(|task| !task.handle.is_finished())
                 .map(|task| match task.client {
-                    Some(client) => format!("{} ({})", task.name, shared.client_at(client)),
+                    Some(client) => shared.client_report(client),
                     None => task.name.clone(),
                 })
                 .collect();
@@ -597,6 +641,8 @@ async fn client_connection(
     step(ClientStep::Connecting);
     let stream = bwos::net::TcpStream::connect(address).await?;
     stream.set_nodelay(true)?;
+    // Relaxed: read only for a report (`client_report`).
+    shared.client_ports[client as usize].store(stream.local_addr()?.port(), Ordering::Relaxed);
     step(ClientStep::Handshake);
     let (mut sender, connection) =
         hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
@@ -620,6 +666,8 @@ async fn client_connection(
                 return Err(format!("answer {status} {body:?}").into());
             }
             shared.op(Part::Http, 1);
+            // Relaxed: a statistic, as `op`.
+            shared.client_answers[client as usize].fetch_add(1, Ordering::Relaxed);
         }
         Ok::<(), Failure>(())
     }
