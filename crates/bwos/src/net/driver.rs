@@ -33,10 +33,19 @@
 //! by a loom model.
 //!
 //! # Registrations
-//! Each socket's [`Readiness`] sits in a slab under a mutex; the slab key
-//! is the mio token. A key is reused after its socket is dropped, so an
-//! old event may reach a new socket: that is a spurious readiness, which
-//! costs the new socket one `WouldBlock` and is otherwise harmless.
+//! Each socket's [`Readiness`] sits in a slab under a mutex. The mio token
+//! is the slab key with the registration's generation above it
+//! ([`KEY_BITS`]): a key is reused once its socket is dropped, and an
+//! event that the poll returned for the old socket, mapped after the key
+//! went to a new one (another worker dropped the old socket and registered
+//! the new one between `epoll_wait` and the mapping), would otherwise land
+//! on the new socket. That was not a harmless spurious readiness: the old
+//! socket's last event is often its peer's close, and a "read closed"
+//! that the new socket's reads answer with `WouldBlock` kept its task
+//! reading forever inside one poll, its worker's queued tasks stranded
+//! behind it (found by `bwos-bench soak`). The generation drops such
+//! events; `Readiness::clear` also drops a "closed" bit that a
+//! `WouldBlock` contradicts.
 
 use std::any::Any;
 use std::io;
@@ -58,6 +67,14 @@ const WAKER_TOKEN: Token = Token(usize::MAX);
 /// Events taken per poll.
 const EVENTS_PER_POLL: usize = 1024;
 
+/// Bits of a token that hold the slab key; the bits above hold the
+/// registration's generation, so that an event for a dropped socket is not
+/// taken for the socket registered under the same key after it.
+const KEY_BITS: u32 = if usize::BITS >= 64 { 32 } else { 24 };
+/// The key bits of a token. Keys stay below it (a token of all ones would
+/// be the waker's).
+const KEY_MASK: usize = (1 << KEY_BITS) - 1;
+
 /// What the driving worker holds.
 struct Polling {
     poll: Poll,
@@ -65,6 +82,12 @@ struct Polling {
     /// The readiness to set after a poll, collected under the slab's lock
     /// and set outside it (setting wakes tasks).
     ready: Vec<(Arc<Readiness>, usize)>,
+}
+
+/// One registered socket: its token (key and generation) and readiness.
+struct Registration {
+    token: Token,
+    readiness: Arc<Readiness>,
 }
 
 /// A pool's I/O driver.
@@ -80,7 +103,10 @@ pub(crate) struct IoDriver {
 }
 
 struct Registrations {
-    sockets: Slab<Arc<Readiness>>,
+    sockets: Slab<Registration>,
+    /// The generation of the next registration (wrapping; only its low
+    /// bits reach the token).
+    next_generation: usize,
     /// The pool has shut down: no new registrations, and every existing
     /// one has been told.
     shut_down: bool,
@@ -112,6 +138,7 @@ impl IoDriver {
             seat: DriverSeat::default(),
             registrations: Mutex::new(Registrations {
                 sockets: Slab::new(),
+                next_generation: 0,
                 shut_down: false,
             }),
         })
@@ -124,12 +151,23 @@ impl IoDriver {
         if registrations.shut_down {
             return Err(shut_down_error());
         }
+        let generation = registrations.next_generation;
         let entry = registrations.sockets.vacant_entry();
         let key = entry.key();
+        if key >= KEY_MASK {
+            return Err(io::Error::other(format!(
+                "a pool's I/O driver holds at most {KEY_MASK} sockets at once"
+            )));
+        }
+        let token = Token(generation.wrapping_shl(KEY_BITS) | key);
         let readiness = Arc::new(Readiness::default());
         self.registry
-            .register(source, Token(key), Interest::READABLE | Interest::WRITABLE)?;
-        entry.insert(Arc::clone(&readiness));
+            .register(source, token, Interest::READABLE | Interest::WRITABLE)?;
+        entry.insert(Registration {
+            token,
+            readiness: Arc::clone(&readiness),
+        });
+        registrations.next_generation = generation.wrapping_add(1);
         Ok((key, readiness))
     }
 
@@ -167,31 +205,7 @@ impl IoDriver {
         if poll.poll(events, timeout).is_err() {
             return false;
         }
-        let registrations = lock(&self.registrations);
-        for event in events.iter() {
-            let Some(readiness) = registrations.sockets.get(event.token().0) else {
-                // The waker's token, or a socket dropped since.
-                continue;
-            };
-            let mut bits = 0;
-            if event.is_readable() {
-                bits |= READABLE;
-            }
-            if event.is_writable() {
-                bits |= WRITABLE;
-            }
-            if event.is_read_closed() {
-                bits |= READ_CLOSED;
-            }
-            if event.is_write_closed() {
-                bits |= WRITE_CLOSED;
-            }
-            if event.is_error() {
-                // The error surfaces in the next operation either way.
-                bits |= READABLE | WRITABLE;
-            }
-            ready.push((Arc::clone(readiness), bits));
-        }
+        collect(&lock(&self.registrations), events, ready);
         !ready.is_empty()
     }
 
@@ -203,6 +217,45 @@ impl IoDriver {
             readiness.set(bits);
         }
         count
+    }
+}
+
+/// Maps the events of a poll to the readiness of their sockets: for each,
+/// the socket's readiness and the bits the event sets. An event whose
+/// token is not a registered socket's current one (the waker's, or a
+/// socket dropped since, whose key may be another socket's now) is
+/// dropped.
+fn collect(
+    registrations: &Registrations,
+    events: &Events,
+    ready: &mut Vec<(Arc<Readiness>, usize)>,
+) {
+    for event in events.iter() {
+        let token = event.token();
+        let Some(registration) = registrations.sockets.get(token.0 & KEY_MASK) else {
+            continue;
+        };
+        if registration.token != token {
+            continue;
+        }
+        let mut bits = 0;
+        if event.is_readable() {
+            bits |= READABLE;
+        }
+        if event.is_writable() {
+            bits |= WRITABLE;
+        }
+        if event.is_read_closed() {
+            bits |= READ_CLOSED;
+        }
+        if event.is_write_closed() {
+            bits |= WRITE_CLOSED;
+        }
+        if event.is_error() {
+            // The error surfaces in the next operation either way.
+            bits |= READABLE | WRITABLE;
+        }
+        ready.push((Arc::clone(&registration.readiness), bits));
     }
 }
 
@@ -261,7 +314,7 @@ impl Driver for IoDriver {
             registrations
                 .sockets
                 .iter()
-                .map(|(_, r)| Arc::clone(r))
+                .map(|(_, registration)| Arc::clone(&registration.readiness))
                 .collect()
         };
         for readiness in sockets {
@@ -283,4 +336,97 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// What socket operations return once their pool has shut down.
 pub(crate) fn shut_down_error() -> io::Error {
     io::Error::other("the bwos pool that drives this socket has shut down")
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::io::Write;
+    use std::task::{Context, Poll, Waker};
+
+    use super::*;
+    use crate::net::registered::Registered;
+
+    /// A connected pair: the accepted end, registered with `driver`, and
+    /// the client end (plain std).
+    fn registered_pair(
+        driver: &Arc<IoDriver>,
+    ) -> (Registered<mio::net::TcpStream>, std::net::TcpStream) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (accepted, _) = listener.accept().unwrap();
+        accepted.set_nonblocking(true).unwrap();
+        let accepted = mio::net::TcpStream::from_std(accepted);
+        (
+            Registered::with_driver(accepted, Arc::clone(driver)).unwrap(),
+            client,
+        )
+    }
+
+    /// The race the soak found, replayed step by step: a poll returns the
+    /// close of socket A, another worker drops A and registers B (which
+    /// gets A's slab key) before the events are mapped, then they are
+    /// mapped. A's event must not reach B.
+    #[test]
+    fn an_event_of_a_dropped_socket_does_not_reach_the_next_socket_under_its_key() {
+        bwos_testkit::watchdog("driver_stale_event", || {
+            let driver = Arc::new(IoDriver::new().unwrap());
+            let (a, a_client) = registered_pair(&driver);
+            let a_key = a.key();
+            // A's peer closes: A becomes readable and read-closed.
+            drop(a_client);
+            let mut polling = lock(&driver.poll);
+            let mut events = Events::with_capacity(16);
+            loop {
+                polling
+                    .poll
+                    .poll(&mut events, Some(Duration::from_secs(1)))
+                    .unwrap();
+                if events
+                    .iter()
+                    .any(|e| e.token().0 & KEY_MASK == a_key && e.is_read_closed())
+                {
+                    break;
+                }
+            }
+            drop(a);
+            let (b, _b_client) = registered_pair(&driver);
+            assert_eq!(b.key(), a_key, "the slab reuses the dropped socket's key");
+            let mut ready = Vec::new();
+            collect(&lock(&driver.registrations), &events, &mut ready);
+            assert!(
+                ready.is_empty(),
+                "A's close was mapped to B: {:?}",
+                ready.iter().map(|(_, bits)| bits).collect::<Vec<_>>()
+            );
+        });
+    }
+
+    /// A "closed" bit that the kernel contradicts (reads answer
+    /// `WouldBlock`) is dropped at the first `WouldBlock`: the read waits
+    /// instead of asking the kernel again forever inside one poll.
+    #[test]
+    fn a_read_closed_bit_contradicted_by_would_block_does_not_spin() {
+        bwos_testkit::watchdog("driver_contradicted_close", || {
+            let driver = Arc::new(IoDriver::new().unwrap());
+            let (stream, mut client) = registered_pair(&driver);
+            stream.readiness().set(crate::net::readiness::READ_CLOSED);
+            let mut cx = Context::from_waker(Waker::noop());
+            let mut buf = [0u8; 16];
+            assert!(matches!(stream.poll_read(&mut cx, &mut buf), Poll::Pending));
+            // Real data and a real close still get through.
+            client.write_all(b"hi").unwrap();
+            drop(client);
+            let mut received = Vec::new();
+            loop {
+                driver.poll_now();
+                match stream.poll_read(&mut cx, &mut buf) {
+                    Poll::Ready(Ok(0)) => break,
+                    Poll::Ready(Ok(n)) => received.extend_from_slice(&buf[..n]),
+                    Poll::Ready(Err(error)) => panic!("{error}"),
+                    Poll::Pending => std::thread::sleep(Duration::from_millis(1)),
+                }
+            }
+            assert_eq!(received, b"hi");
+        });
+    }
 }

@@ -51,11 +51,24 @@ impl Direction {
         }
     }
 
-    /// The bits a `WouldBlock` in this direction clears.
-    fn clearable(self) -> usize {
+    /// The readiness bit of this direction: what a `WouldBlock`, or a
+    /// read or write that drained the kernel's buffer, clears.
+    fn readiness(self) -> usize {
         match self {
             Direction::Read => READABLE,
             Direction::Write => WRITABLE,
+        }
+    }
+
+    /// The "closed" bit of this direction, which a `WouldBlock` contradicts
+    /// (a closed half answers with its end or an error, never
+    /// `WouldBlock`) and therefore clears too. A contradicted "closed" bit
+    /// kept would send the operation back to the kernel at once, forever:
+    /// `poll_io` would never return.
+    fn closed(self) -> usize {
+        match self {
+            Direction::Read => READ_CLOSED,
+            Direction::Write => WRITE_CLOSED,
         }
     }
 }
@@ -166,15 +179,31 @@ impl Readiness {
         })
     }
 
-    /// The operation after `event` found the kernel not ready (or drained
-    /// it): forget the readiness it saw, unless a newer event came in.
+    /// The operation after `event` drained the kernel's buffer (a short
+    /// read or write): forget the readiness it saw, unless a newer event
+    /// came in. A "closed" bit stays: the end comes after the data.
     pub(crate) fn clear(&self, event: ReadyEvent) {
+        self.clear_bits(event, event.direction.readiness());
+    }
+
+    /// The operation after `event` got `WouldBlock`: forget the readiness
+    /// it saw and a "closed" bit (which the kernel's answer contradicts:
+    /// an event of an earlier socket under the same driver key, say),
+    /// unless a newer event came in.
+    pub(crate) fn clear_would_block(&self, event: ReadyEvent) {
+        self.clear_bits(
+            event,
+            event.direction.readiness() | event.direction.closed(),
+        );
+    }
+
+    fn clear_bits(&self, event: ReadyEvent, bits: usize) {
         // Relaxed on both sides of the CAS: the only data here is the word
         // itself; a failing CAS because of a newer tick leaves the newer
         // readiness standing, which is the point.
         let mut word = self.word.load(Ordering::Relaxed);
         while word >> TICK_SHIFT == event.tick {
-            let cleared = word & !event.direction.clearable();
+            let cleared = word & !bits;
             match self.word.compare_exchange_weak(
                 word,
                 cleared,

@@ -56,7 +56,7 @@ impl<S: Source> Registered<S> {
             }
             match operation(&self.source) {
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
-                    self.readiness.clear(event);
+                    self.readiness.clear_would_block(event);
                 }
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
                 result => {
@@ -67,6 +67,19 @@ impl<S: Source> Registered<S> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+impl<S: Source> Registered<S> {
+    /// The driver's slab key of the socket.
+    pub(crate) fn key(&self) -> usize {
+        self.key
+    }
+
+    /// The socket's readiness.
+    pub(crate) fn readiness(&self) -> &Readiness {
+        &self.readiness
     }
 }
 
