@@ -7,7 +7,7 @@
 //!   waiting tasks *on that worker*, so they land in its own queue
 //!   (no cross-thread hand-off, no extra thread).
 //! - A busy worker polls it without blocking every
-//!   [`INJECTOR_INTERVAL`](crate::task::executor::INJECTOR_INTERVAL)
+//!   [`INJECTOR_INTERVAL`](crate::sched::queues::INJECTOR_INTERVAL)
 //!   tasks, so I/O is served while every worker is busy.
 //! - A worker that *searches* does not poll it: polling there kept the
 //!   workers finding work in every round, so they never blocked and, on a

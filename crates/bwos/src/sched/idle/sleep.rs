@@ -20,7 +20,8 @@ use crossbeam_utils::CachePadded;
 
 use crate::sched::latch::CoreLatch;
 
-/// How a call to [`Sleep::sleep`] ended.
+/// How a call to [`Sleep::sleep_parking_with`] (or the loom models'
+/// `Sleep::sleep`) ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum SleepOutcome {
     /// The latch was set, the final look found work, or a waker came
@@ -142,7 +143,7 @@ impl Sleep {
         })
     }
 
-    /// [`sleep`](Self::sleep), parking with `park_here` instead of the
+    /// `sleep` (the loom models' entry point), parking with `park_here` instead of the
     /// thread's park token. `park_here(still_asleep, wake_early)` blocks
     /// until the thread is unparked (it may return early, as `park` may);
     /// it may look at `still_asleep()` after announcing where it blocks,
