@@ -388,9 +388,13 @@ impl WorkerThread {
             self.registry.inject_task(task);
             return;
         }
-        // The real hint even without lazy queueing: tasks are visible to
-        // thieves as soon as they are pushed, so the owner has nothing to
-        // share, only sleepers to wake.
+        // The real hint even without lazy queueing: the owner has nothing
+        // to share, only sleepers to wake. A task pushed outside the
+        // owner's consumer block is stealable at once; one pushed into it
+        // (the consumer has caught up with the producer's block) is not:
+        // thieves never enter the consumer's block (bwos-queue's FIFO
+        // protocol), so it waits for this worker's next pop however long
+        // the running task takes (docs/usage.md, `spawn_blocking`).
         if self.real_idle_hint().anyone_idle() {
             self.registry.notify_new_work();
         }
@@ -438,7 +442,7 @@ impl WorkerThread {
     }
 
     /// Moves up to [`INJECTOR_BATCH`] injected tasks to this worker's queue
-    /// (they become visible to thieves at once).
+    /// (stealable unless they land in its consumer block: see `push_task`).
     pub(crate) fn move_injected_tasks(&self) {
         for _ in 0..INJECTOR_BATCH {
             let Some(task) = self.registry.tasks.take_injected() else {
