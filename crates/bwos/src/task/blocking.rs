@@ -64,10 +64,7 @@ where
     R: Send + 'static,
 {
     let (entry, handle) = raw::spawn(
-        BlockingTask {
-            closure: Some(f),
-            registry: Arc::clone(registry),
-        },
+        BlockingTask(Some(f)),
         BlockingScheduler(Arc::clone(registry)),
     );
     registry.blocking.push(entry);
@@ -75,12 +72,7 @@ where
 }
 
 /// The future of a blocking closure: calls it in its first poll.
-struct BlockingTask<F> {
-    closure: Option<F>,
-    /// The pool whose blocking thread runs it (told when the closure
-    /// returns).
-    registry: Arc<Registry>,
-}
+struct BlockingTask<F>(Option<F>);
 
 // The closure is never pinned: it is moved out before it runs.
 impl<F> Unpin for BlockingTask<F> {}
@@ -93,14 +85,14 @@ where
 
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<R> {
         let f = self
-            .closure
+            .0
             .take()
             .expect("a blocking task is polled once: its first poll completes it");
         let output = f();
         // Before the output is published (by the task cell, after this
         // poll): the thread is counted as coming back before the waiter
         // can push its next closures.
-        self.registry.blocking.closure_returned();
+        crate::sched::blocking::closure_returned();
         Poll::Ready(output)
     }
 }

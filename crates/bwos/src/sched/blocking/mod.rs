@@ -36,11 +36,24 @@ use super::task::raw::Notified;
 use queue::{BlockingQueue, Pushed, Waiter};
 
 thread_local! {
-    /// On a blocking thread: its pool (the address of its `Shared`, only
-    /// compared) and its identity in the pool's queue, through which the
-    /// closure's task announces that the thread comes back
-    /// ([`BlockingPool::closure_returned`]).
-    static THIS_THREAD: RefCell<Option<(usize, Rc<Waiter>)>> = const { RefCell::new(None) };
+    /// On a blocking thread: its pool's queue and its identity there,
+    /// through which the closure's task announces that the thread comes
+    /// back ([`closure_returned`]).
+    static THIS_THREAD: RefCell<Option<(Arc<Shared>, Rc<Waiter>)>> = const { RefCell::new(None) };
+}
+
+/// The closure of a blocking task returned on this blocking thread, and
+/// its output is about to be published: the thread counts as coming back
+/// for the next entry (`BlockingQueue::returning`), so entries that the
+/// output's waiter pushes at once wait for it rather than start threads.
+/// Does nothing on any other thread (blocking tasks run only on their own
+/// pool's blocking threads).
+pub(crate) fn closure_returned() {
+    THIS_THREAD.with(|this| {
+        if let Some((shared, waiter)) = &*this.borrow() {
+            shared.queue.returning(waiter);
+        }
+    });
 }
 
 /// The default of `ThreadPoolBuilder::max_blocking_threads` (tokio's).
@@ -118,22 +131,6 @@ impl BlockingPool {
         orphans.into_iter().for_each(Notified::cancel);
     }
 
-    /// The closure of a blocking task returned, on this pool's blocking
-    /// thread, and its output is about to be published: the thread counts
-    /// as coming back for the next entry (`BlockingQueue::returning`), so
-    /// entries that the output's waiter pushes at once wait for it rather
-    /// than start threads. Does nothing on any other thread.
-    pub(crate) fn closure_returned(&self) {
-        let pool = Arc::as_ptr(&self.shared) as usize;
-        THIS_THREAD.with(|this| {
-            if let Some((this_pool, waiter)) = &*this.borrow()
-                && *this_pool == pool
-            {
-                self.shared.queue.returning(waiter);
-            }
-        });
-    }
-
     /// Blocking threads alive now.
     #[cfg(test)]
     pub(crate) fn threads(&self) -> usize {
@@ -146,8 +143,7 @@ impl Shared {
     /// or shut down.
     fn run(self: Arc<Self>) {
         let waiter = Rc::new(self.queue.waiter());
-        let pool = Arc::as_ptr(&self) as usize;
-        THIS_THREAD.with(|this| *this.borrow_mut() = Some((pool, Rc::clone(&waiter))));
+        THIS_THREAD.with(|this| *this.borrow_mut() = Some((Arc::clone(&self), Rc::clone(&waiter))));
         while let Some(task) = self.queue.next(&waiter, self.keep_alive) {
             // Panics are caught by the task cell (the handle gets a
             // `JoinError`), so the thread survives its closures. The
