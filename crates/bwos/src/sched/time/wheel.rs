@@ -375,6 +375,44 @@ mod tests {
         assert!(wheel.has_fired(timer));
     }
 
+    /// The wheel against the model at tick `now`: exactly the timers of
+    /// `live` due by `now` have fired, and the next slot is due no later
+    /// than the earliest pending deadline (a higher level's slot is due
+    /// when it cascades).
+    fn agrees_with_model(
+        wheel: &Wheel,
+        live: &[(TimerKey, u64)],
+        now: u64,
+    ) -> Result<(), TestCaseError> {
+        for &(key, when) in live {
+            prop_assert_eq!(
+                wheel.has_fired(key),
+                when <= now,
+                "deadline {} at {}",
+                when,
+                now
+            );
+        }
+        let next = wheel.next_expiration_tick();
+        let pending = live
+            .iter()
+            .filter(|(_, when)| *when > now)
+            .map(|(_, when)| *when)
+            .min();
+        match (next, pending) {
+            (None, None) => {}
+            (Some(next), Some(pending)) => prop_assert!(
+                next <= pending && next > now,
+                "next {} pending {} now {}",
+                next,
+                pending,
+                now
+            ),
+            other => prop_assert!(false, "next {:?}", other),
+        }
+        Ok(())
+    }
+
     /// One step of [`timers_added_while_time_runs_fire_exactly_when_due`].
     #[derive(Debug, Clone)]
     enum Op {
@@ -431,18 +469,7 @@ mod tests {
             for step in steps {
                 now += step;
                 fire_until(&mut wheel, now);
-                for &(key, when) in &live {
-                    prop_assert_eq!(wheel.has_fired(key), when <= now, "deadline {} at {}", when, now);
-                }
-                let next = wheel.next_expiration_tick();
-                let pending = live.iter().filter(|(_, when)| *when > now).map(|(_, when)| *when).min();
-                // The next slot is due no later than the earliest pending
-                // deadline (a higher level's slot is due when it cascades).
-                match (next, pending) {
-                    (None, None) => {}
-                    (Some(next), Some(pending)) => prop_assert!(next <= pending && next > now),
-                    other => prop_assert!(false, "next {:?}", other),
-                }
+                agrees_with_model(&wheel, &live, now)?;
             }
         }
 
@@ -485,16 +512,7 @@ mod tests {
                         fire_until(&mut wheel, now);
                     }
                 }
-                for &(key, when) in &live {
-                    prop_assert_eq!(wheel.has_fired(key), when <= now, "deadline {} at {}", when, now);
-                }
-                let next = wheel.next_expiration_tick();
-                let pending = live.iter().filter(|(_, when)| *when > now).map(|(_, when)| *when).min();
-                match (next, pending) {
-                    (None, None) => {}
-                    (Some(next), Some(pending)) => prop_assert!(next <= pending && next > now, "next {} pending {} now {}", next, pending, now),
-                    other => prop_assert!(false, "next {:?}", other),
-                }
+                agrees_with_model(&wheel, &live, now)?;
             }
         }
     }
