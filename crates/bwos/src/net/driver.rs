@@ -44,7 +44,7 @@
 //! that the new socket's reads answer with `WouldBlock` kept its task
 //! reading forever inside one poll, its worker's queued tasks stranded
 //! behind it (found by `bwos-bench soak`). The generation drops such
-//! events; `Readiness::clear` also drops a "closed" bit that a
+//! events; `Readiness::clear_would_block` also drops a "closed" bit that a
 //! `WouldBlock` contradicts.
 
 use std::any::Any;

@@ -9,7 +9,9 @@
 //! left, and the next edge will say when there is). Tokio's
 //! `ScheduledIo` does the same; the saving against a level-triggered,
 //! re-armed registration is one `epoll_ctl` and one failed `read` per
-//! wait.
+//! wait. A `WouldBlock` also clears its half's "closed" bit, which it
+//! contradicts (kept, it would send the operation back to the kernel
+//! forever); a short read or write keeps it (the end comes after the data).
 //!
 //! The word holds readiness bits and a *tick* that the driver bumps with
 //! every event. An operation clears only the readiness it observed: if
