@@ -124,3 +124,70 @@ fn http1_header_read_timeout_closes_a_silent_connection() {
         });
     });
 }
+
+/// hyper's header-read timeout fires on time while another task blocks a
+/// worker: a silent client connects, and once the server waits for its
+/// header (its 50 ms timer set, both workers asleep), a task injected from
+/// outside the pool blocks one of the two workers for up to 3 s. The
+/// timeout must close the connection before that block ends (the timers'
+/// watch is handed over when the worker that watched wakes for the
+/// injected task). Five rounds, so that the injection meets the watcher.
+#[test]
+fn http1_header_read_timeout_fires_while_a_task_blocks_a_worker() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    watchdog("http1_header_read_timeout_during_block", || {
+        let pool = bwos::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        for round in 0..5 {
+            let timed_out = Arc::new(AtomicBool::new(false));
+            let (address_sender, address_receiver) = std::sync::mpsc::channel();
+            let server = pool.spawn_task({
+                let timed_out = timed_out.clone();
+                async move {
+                    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+                    address_sender.send(listener.local_addr().unwrap()).unwrap();
+                    let (stream, _) = listener.accept().await.unwrap();
+                    let outcome = hyper::server::conn::http1::Builder::new()
+                        .timer(Timer::new())
+                        .header_read_timeout(Duration::from_millis(50))
+                        .serve_connection(TokioIo::new(stream), service_fn(hello))
+                        .await;
+                    timed_out.store(true, Ordering::SeqCst);
+                    outcome
+                }
+            });
+            let address = address_receiver.recv().unwrap();
+            // A client that connects and says nothing, from outside the pool.
+            let silent = std::net::TcpStream::connect(address).unwrap();
+            // The server accepts and sets its header timer; the workers
+            // fall asleep (a shorter wait only makes the test weaker).
+            std::thread::sleep(Duration::from_millis(15));
+            let (done_sender, done_receiver) = std::sync::mpsc::channel();
+            pool.spawn_task({
+                let timed_out = timed_out.clone();
+                async move {
+                    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+                    while std::time::Instant::now() < deadline && !timed_out.load(Ordering::SeqCst)
+                    {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    done_sender.send(timed_out.load(Ordering::SeqCst)).unwrap();
+                }
+            });
+            assert!(
+                done_receiver.recv().unwrap(),
+                "round {round}: the header-read timeout did not fire during the 3 s block"
+            );
+            let error = pool
+                .block_on(server)
+                .unwrap()
+                .expect_err("timed out reading the header");
+            assert!(error.is_timeout(), "{error}");
+            drop(silent);
+        }
+    });
+}

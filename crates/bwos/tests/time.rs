@@ -374,3 +374,61 @@ fn a_sleep_outlives_its_pool_without_harm() {
         drop(sleep);
     });
 }
+
+/// Ticks of a 10 ms interval counted by a task that blocks its worker for
+/// 500 ms, injected from a thread outside the pool while both workers
+/// sleep (one of them watching the timers).
+fn ticks_during_an_injected_block(pool: &bwos::ThreadPool) -> usize {
+    let ticks = Arc::new(AtomicUsize::new(0));
+    let ticker = pool.spawn_task({
+        let ticks = ticks.clone();
+        async move {
+            let mut interval = time::interval(Duration::from_millis(10));
+            interval.set_missed_tick_behavior(MissedTickBehavior::Burst);
+            loop {
+                interval.tick().await;
+                ticks.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+    });
+    while ticks.load(Ordering::SeqCst) < 3 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // Let the workers fall asleep between ticks: the injection then wakes
+    // one of them, perhaps the watcher.
+    std::thread::sleep(Duration::from_millis(25));
+    let (sender, receiver) = std::sync::mpsc::channel();
+    pool.spawn_task({
+        let ticks = ticks.clone();
+        async move {
+            let before = ticks.load(Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(500));
+            let after = ticks.load(Ordering::SeqCst);
+            sender.send(after - before).unwrap();
+        }
+    });
+    let during = receiver.recv().unwrap();
+    ticker.abort();
+    during
+}
+
+/// A task that blocks a worker for 500 ms, injected from outside, does
+/// not stall the timers: whichever worker the injection wakes, the other
+/// sleeps until the next deadline (the watch is handed over when the
+/// watcher wakes), so a 10 ms interval keeps ticking. tokio's interval
+/// ticks 50 times here; without the hand-over this pool's often ticked 0
+/// times (the watcher left the watch to run the task, the other worker
+/// slept without a deadline).
+#[test]
+fn an_interval_keeps_ticking_while_an_injected_task_blocks_a_worker() {
+    watchdog("interval_during_injected_block", || {
+        let pool = pool(2);
+        for repetition in 0..20 {
+            let during = ticks_during_an_injected_block(&pool);
+            assert!(
+                during >= 45,
+                "repetition {repetition}: {during} of 50 ticks during the 500 ms block"
+            );
+        }
+    });
+}

@@ -72,7 +72,7 @@ fn driver_seat_no_lost_wakeup() {
 /// task adds a timer due before the watcher's deadline and interrupts it.
 /// The interrupt does not change the watcher's sleep state, so the seat's
 /// look at `still_asleep` cannot see it: the watcher also looks at
-/// `Timers::watcher_interrupted` after taking the seat, as
+/// `Timers::is_interrupted` after taking the seat, as
 /// `Registry::park_worker` does. Either that look sees the interrupt and
 /// the watcher does not block (it looks at the wheel again), or the
 /// interrupter sees it in the seat and writes the eventfd. Without the
@@ -81,7 +81,7 @@ fn driver_seat_no_lost_wakeup() {
 #[test]
 fn driver_seat_timer_interrupt_is_not_lost() {
     use crate::sched::idle::driver_seat::DriverSeat;
-    use crate::sched::time::{Timers, Watch};
+    use crate::sched::time::{Timers, WakeFor, Watch};
     use loom::sync::{Condvar, Mutex};
 
     builder(3).check(|| {
@@ -101,7 +101,7 @@ fn driver_seat_timer_interrupt_is_not_lost() {
                         timers.unwatch(0);
                         return;
                     }
-                    seat.block_in_driver(0, &|| !timers.watcher_interrupted(), || {
+                    seat.block_in_driver(0, &|| !timers.is_interrupted(0), || {
                         let (written, signal) = &*eventfd;
                         let mut written = written.lock().unwrap();
                         while !*written {
@@ -114,7 +114,9 @@ fn driver_seat_timer_interrupt_is_not_lost() {
             })
         };
         let inserted = timers.insert_at_tick(3, std::task::Waker::noop());
-        if let Some(index) = inserted.interrupt {
+        // `VacantWatch`: the watcher has not looked yet; its `watch` sees
+        // the deadline.
+        if let WakeFor::Watcher(index) = inserted.wake {
             // `Registry::unpark`'s driver half.
             seat.wake(index, || {
                 let (written, signal) = &*eventfd;

@@ -9,7 +9,9 @@ use loom::sync::Arc;
 use loom::thread;
 
 use super::builder;
-use crate::sched::time::{Registered, Timers, Watch};
+use crate::sched::idle::sleep::Sleep;
+use crate::sched::latch::CoreLatch;
+use crate::sched::time::{Registered, Timers, WakeFor, Watch};
 
 /// Counts its wake-ups.
 #[derive(Default)]
@@ -120,16 +122,117 @@ fn timers_watcher_never_sleeps_through_a_new_deadline() {
             let timers = timers.clone();
             thread::spawn(move || {
                 let (_, waker) = counting();
-                timers.insert_at_tick(3, &waker).interrupt
+                timers.insert_at_tick(3, &waker).wake
             })
         };
         let watch = timers.watch(0);
-        let interrupt = task.join().unwrap();
+        let wake = task.join().unwrap();
         match watch {
-            Watch::Until(None) => assert_eq!(interrupt, Some(0), "the watcher slept through"),
+            Watch::Until(None) => {
+                assert_eq!(wake, WakeFor::Watcher(0), "the watcher slept through");
+            }
             Watch::Until(Some(_)) => {}
             Watch::Elsewhere => panic!("nobody else watches"),
         }
         timers.unwatch(0);
+    });
+}
+
+/// Worker 1 falls asleep (the real `Sleep` protocol around the sleep loop
+/// of `Registry::park_worker`) while worker 0 sleeps as the watcher.
+/// Worker 1 ends its sleep only by becoming the watcher with a deadline;
+/// parking with no one to wake it is a loom deadlock. `Ok` when it parks
+/// on its token; `is_interrupted` is the seat's look (`park_worker`).
+fn sleep_as_worker_1(sleep: &Sleep, timers: &Timers) {
+    let never_set = CoreLatch::new();
+    sleep.start_searching();
+    sleep.sleep_parking_with(
+        1,
+        &never_set,
+        || false,
+        || (),
+        |still_asleep, _| {
+            match timers.watch(1) {
+                // It sleeps until the deadline: it will wake for it.
+                Watch::Until(Some(_)) => true,
+                Watch::Until(None) | Watch::Elsewhere => {
+                    if still_asleep() && !timers.is_interrupted(1) {
+                        thread::park();
+                    }
+                    false
+                }
+            }
+        },
+    );
+    sleep.stop_searching();
+}
+
+/// The watcher (worker 0) wakes for work while a deadline is pending and
+/// worker 1 falls asleep: worker 0 leaves the watch as
+/// `Registry::leave_timer_watch` does, handing it to a sleeper. Whatever
+/// the interleaving, worker 1 ends up sleeping until the deadline: either
+/// its `watch` comes after the hand-over and finds the watch vacant, or
+/// it had announced its sleep, the hand-over sees it and interrupts it.
+/// (Without the hand-over, worker 1 slept without a deadline and the
+/// timer stalled until some worker slept again: loom reports a deadlock.)
+#[test]
+fn timers_watch_is_handed_over() {
+    builder(3).check(|| {
+        let sleep = Arc::new(Sleep::new(2));
+        let timers = Arc::new(Timers::new());
+        let (_, waker) = counting();
+        timers.insert_at_tick(5, &waker);
+        assert!(matches!(timers.watch(0), Watch::Until(Some(_))));
+        let worker_1 = {
+            let (sleep, timers) = (sleep.clone(), timers.clone());
+            thread::spawn(move || sleep_as_worker_1(&sleep, &timers))
+        };
+        let worker_1_thread = worker_1.thread().clone();
+        // Worker 0's sleep ended: `Registry::leave_timer_watch`.
+        if timers.unwatch(0)
+            && let Some(chosen) = timers.assign_watch([1], |index| sleep.is_asleep(index))
+        {
+            assert_eq!(chosen, 1);
+            worker_1_thread.unpark();
+        }
+        worker_1.join().unwrap();
+    });
+}
+
+/// A timer is added while nobody watches (the watcher left with no
+/// deadline pending) and worker 1 falls asleep: the insertion's
+/// `VacantWatch` makes the inserter assign the watch to a sleeper
+/// (`Registry::wake_for_timer`), unless worker 1's `watch` comes after the
+/// insertion and sees the deadline itself.
+#[test]
+fn timers_vacant_watch_is_taken() {
+    builder(3).check(|| {
+        let sleep = Arc::new(Sleep::new(2));
+        let timers = Arc::new(Timers::new());
+        assert_eq!(timers.watch(0), Watch::Until(None));
+        let worker_1 = {
+            let (sleep, timers) = (sleep.clone(), timers.clone());
+            thread::spawn(move || sleep_as_worker_1(&sleep, &timers))
+        };
+        let worker_1_thread = worker_1.thread().clone();
+        assert!(!timers.unwatch(0), "no deadline was pending");
+        let (_, waker) = counting();
+        match timers.insert_at_tick(3, &waker).wake {
+            WakeFor::Nobody => {}
+            WakeFor::Watcher(index) => {
+                assert_eq!(index, 1);
+                worker_1_thread.unpark();
+            }
+            WakeFor::VacantWatch => {
+                if sleep.anyone_sleeping()
+                    && let Some(chosen) =
+                        timers.assign_watch([0, 1], |index| sleep.is_asleep(index))
+                {
+                    assert_eq!(chosen, 1);
+                    worker_1_thread.unpark();
+                }
+            }
+        }
+        worker_1.join().unwrap();
     });
 }

@@ -31,7 +31,7 @@ use super::steal::WhereWorkersRun;
 use super::sync::{AtomicU64, AtomicUsize, Ordering};
 use super::task::pool_tasks::PoolTasks;
 use super::task::raw::Notified;
-use super::time::{Timers, Watch};
+use super::time::{Timers, WakeFor, Watch};
 use super::worker::WorkerThread;
 
 /// The handler of panics in `spawn`ed jobs.
@@ -215,19 +215,63 @@ impl Registry {
             Watch::Elsewhere => None,
             Watch::Until(timeout) => Some(timeout),
         };
-        // The watcher's interrupt writes the driver's eventfd only if the
-        // watcher already sits in the seat: one that came since `watch`
-        // raised `watcher_interrupted`, seen here after the seat is taken
-        // (the driver calls this after its SeqCst store and fence), so the
-        // watcher does not block in the poll with a stale timeout; the
+        // A timer's interrupt writes the driver's eventfd only if the
+        // sleeper already sits in the seat: one that came since `watch` (an
+        // earlier deadline, or the watch assigned to this worker) raised
+        // the interrupt flag, seen here after the seat is taken (the
+        // driver calls this after its SeqCst store and fence), so the
+        // worker does not block in the poll with a stale timeout; the
         // sleep loop parks it again, and `watch` gives the new deadline.
-        let watching = timeout.is_some();
-        let undisturbed = || still_asleep() && !(watching && self.timers.watcher_interrupted());
+        // The watch is left when the sleep ends (`leave_timer_watch`), not
+        // here: across the sleep loop's turns it stays this worker's.
+        let undisturbed = || still_asleep() && !self.timers.is_interrupted(index);
         let parked = self.park_for(index, &undisturbed, wake_early, timeout.flatten());
-        if timeout.is_some() {
-            self.timers.unwatch(index);
-        }
         parked || self.fire_due_timers(wake_early)
+    }
+
+    /// Worker `index`'s sleep ended, for whatever reason: before it runs
+    /// anything, it hands the timers' watch to another sleeping worker if
+    /// it watched and a deadline is pending (see "The watch is handed
+    /// over" in `time/mod.rs`).
+    pub(crate) fn leave_timer_watch(&self, index: usize) {
+        if self.timers.unwatch(index) {
+            self.hand_over_timer_watch(Some(index));
+        }
+    }
+
+    /// Assigns the vacant timers' watch to a sleeping worker other than
+    /// `leaving`, if one sleeps and a deadline is pending, and interrupts
+    /// it so that it sleeps until the deadline.
+    fn hand_over_timer_watch(&self, leaving: Option<usize>) {
+        let n = self.threads.len();
+        let start = leaving.map_or(0, |index| index + 1);
+        let candidates = (0..n)
+            .map(|offset| (start + offset) % n)
+            .filter(|&index| Some(index) != leaving);
+        if let Some(chosen) = self
+            .timers
+            .assign_watch(candidates, |index| self.sleep.is_asleep(index))
+        {
+            self.unpark(chosen);
+        }
+    }
+
+    /// Wakes whom a new or earlier deadline needs woken
+    /// ([`Timers::insert`], [`Timers::reset`]).
+    pub(crate) fn wake_for_timer(&self, wake: WakeFor) {
+        match wake {
+            WakeFor::Nobody => {}
+            WakeFor::Watcher(index) => self.unpark(index),
+            // Nobody sleeps: every worker that falls asleep from now on
+            // looks at the wheel under its lock and sees the deadline; one
+            // that fell asleep before shows in the count (its announcement
+            // came before its `watch`, which the timer's insertion, under
+            // the same lock, followed).
+            WakeFor::VacantWatch if self.sleep.anyone_sleeping() => {
+                self.hand_over_timer_watch(None);
+            }
+            WakeFor::VacantWatch => {}
+        }
     }
 
     /// Fires the timers that are due, as a worker about to sleep or just

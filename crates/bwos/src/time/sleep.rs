@@ -70,10 +70,9 @@ impl Sleep {
         let this = self.get_mut();
         this.deadline = deadline;
         this.elapsed = false;
-        if let Some(timer) = this.timer
-            && let Some(watcher) = this.registry.timers.reset(timer, deadline)
-        {
-            this.registry.unpark(watcher);
+        if let Some(timer) = this.timer {
+            let wake = this.registry.timers.reset(timer, deadline);
+            this.registry.wake_for_timer(wake);
         }
     }
 }
@@ -96,9 +95,7 @@ impl Future for Sleep {
             None => {
                 let inserted = timers.insert(this.deadline, cx.waker());
                 this.timer = Some(inserted.key);
-                if let Some(watcher) = inserted.interrupt {
-                    this.registry.unpark(watcher);
-                }
+                this.registry.wake_for_timer(inserted.wake);
                 match inserted.registered {
                     Registered::Pending => Poll::Pending,
                     // A worker processed past the deadline since the

@@ -372,6 +372,9 @@ impl Idle {
             || worker.counters().sleep(),
             |still_asleep, wake_early| registry.park_worker(worker.index, still_asleep, wake_early),
         );
+        // Before the worker runs anything: if it watched the timers (or
+        // was just handed the watch), another sleeper takes the watch.
+        registry.leave_timer_watch(worker.index);
         if outcome == SleepOutcome::Woken {
             worker.counters().wakeup();
         }

@@ -113,6 +113,14 @@ impl Sleep {
         self.hint().anyone_idle()
     }
 
+    /// Whether any worker has announced that it sleeps (a racy snapshot:
+    /// `Registry::wake_for_timer` says why its use there loses nothing).
+    pub(crate) fn anyone_sleeping(&self) -> bool {
+        // Relaxed: see above; the caller's decision relies on a lock, not
+        // on this load's ordering.
+        self.counts.load(Ordering::Relaxed) >> 32 != 0
+    }
+
     /// The calling worker starts searching.
     pub(crate) fn start_searching(&self) {
         // Relaxed: the searching count is a hint for producers.

@@ -17,9 +17,25 @@
 //!   token. The eventfd is written only if the watcher already sits in
 //!   the driver's seat, so an interrupt that comes between the watcher's
 //!   look at the wheel and its taking the seat would be lost: the
-//!   interrupt also raises [`Timers::watcher_interrupted`], which the
-//!   watcher looks at after taking the seat (a Dekker pair with the
-//!   seat, `Registry::park_worker`), so no deadline is missed.
+//!   interrupt also raises the watcher's interrupt flag
+//!   ([`Timers::is_interrupted`]), which every sleeper looks at after
+//!   taking the seat (a Dekker pair with the seat,
+//!   `Registry::park_worker`), so no deadline is missed.
+//! - **The watch is handed over, never dropped.** A watcher that wakes for
+//!   any reason (work injected or stolen, tasks the driver woke, its latch)
+//!   leaves the watch as soon as its sleep ends, before it runs anything
+//!   (`Registry::leave_timer_watch`): if a deadline is pending it assigns
+//!   the watch to another sleeping worker ([`Timers::assign_watch`]) and
+//!   interrupts it, and that worker looks at the wheel again and sleeps
+//!   until the next deadline. A new timer while nobody watches does the
+//!   same. So while a deadline exists and some worker sleeps, a sleeping
+//!   worker sleeps until it (the loom models `timers_watch_is_handed_over`
+//!   and `timers_vacant_watch_is_taken`). A worker assigned the watch
+//!   that wakes before it looks at the wheel hands it on the same way.
+//!   Checking the sleepers under the wheel's lock closes the race with a
+//!   worker falling asleep: its announcement (`Sleep`) comes before its
+//!   `watch`, so either the assigner sees it asleep or its `watch`, later
+//!   under the lock, sees the vacant watch and the pending deadline.
 //! - **A busy worker** checks the next deadline every
 //!   [`INJECTOR_INTERVAL`](super::queues::INJECTOR_INTERVAL) tasks (one
 //!   atomic load and a clock read) and fires what is due. A worker that
@@ -42,12 +58,15 @@ pub(crate) mod wheel;
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
-use super::sync::{AtomicBool, AtomicU64, Mutex, MutexGuard, Ordering};
+use super::sync::{AtomicBool, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
 use wheel::Wheel;
 pub(crate) use wheel::{Registered, TimerKey};
 
 /// `next_tick` when no timer is pending.
 const NONE: u64 = u64::MAX;
+
+/// `watcher_index` when nobody watches.
+const NOBODY: usize = usize::MAX;
 
 /// The longest a watcher sleeps at once: deadlines further out (up to
 /// `Instant`'s end) are looked at again every hour instead of being turned
@@ -63,10 +82,14 @@ pub(crate) struct Timers {
     /// timers: what a busy worker compares the clock with, without the
     /// lock. Written under the lock.
     next_tick: AtomicU64,
-    /// The watcher's deadline moved earlier since it looked at the wheel
-    /// (`watch`): raised by `earlier_than_watcher`, lowered by `watch`,
-    /// both under the lock.
+    /// The watcher's deadline moved earlier, or the watch was assigned to
+    /// it, since it looked at the wheel (`watch`): raised by
+    /// `earlier_than_watcher` and `assign_watch`, lowered by `watch`, all
+    /// under the lock.
     interrupted: AtomicBool,
+    /// The watcher's index (`NOBODY`), mirrored out of the lock for
+    /// [`is_interrupted`](Self::is_interrupted). Written under the lock.
+    watcher_index: AtomicUsize,
 }
 
 struct Inner {
@@ -83,8 +106,20 @@ pub(crate) struct Inserted {
     /// `Fired`: the deadline was processed already; nobody wakes the
     /// waker.
     pub(crate) registered: Registered,
-    /// The watcher to interrupt: the new deadline is earlier than its own.
-    pub(crate) interrupt: Option<usize>,
+    /// Whom the caller must wake for the new deadline.
+    pub(crate) wake: WakeFor,
+}
+
+/// Whom to wake after a deadline was added or moved earlier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WakeFor {
+    /// Nobody: the watcher sleeps until this deadline or an earlier one.
+    Nobody,
+    /// Interrupt this watcher: the new deadline is earlier than its own.
+    Watcher(usize),
+    /// Nobody watches: a sleeping worker must take the watch
+    /// ([`Timers::assign_watch`]).
+    VacantWatch,
 }
 
 /// What a worker about to sleep should do about timers.
@@ -107,6 +142,7 @@ impl Timers {
             }),
             next_tick: AtomicU64::new(NONE),
             interrupted: AtomicBool::new(false),
+            watcher_index: AtomicUsize::new(NOBODY),
         }
     }
 
@@ -145,9 +181,8 @@ impl Timers {
     /// Adds a timer for `deadline` that wakes `waker`. Returns its key,
     /// whether it waits or has fired already (a worker may have processed
     /// past `deadline` since the caller looked at the clock: then nobody
-    /// will wake `waker`, and the caller must not wait), and, if it is due
-    /// before the watcher's deadline, the watcher to interrupt (the caller
-    /// unparks it).
+    /// will wake `waker`, and the caller must not wait), and whom the
+    /// caller must wake for it (`Registry::wake_for_timer`).
     pub(crate) fn insert(&self, deadline: Instant, waker: &Waker) -> Inserted {
         self.insert_at_tick(self.tick_of(deadline), waker)
     }
@@ -160,34 +195,50 @@ impl Timers {
             return Inserted {
                 key,
                 registered: Registered::Fired,
-                interrupt: None,
+                wake: WakeFor::Nobody,
             };
         }
-        let interrupt = self.earlier_than_watcher(&mut inner, when);
+        let wake = self.earlier_than_watcher(&mut inner, when);
         self.publish_next(&inner);
         Inserted {
             key,
             registered: Registered::Pending,
-            interrupt,
+            wake,
         }
     }
 
-    /// If `when` is due before the watcher's deadline: the watcher, whose
-    /// deadline becomes `when` (one interrupt per earlier deadline).
-    fn earlier_than_watcher(&self, inner: &mut Inner, when: u64) -> Option<usize> {
+    /// Whom deadline `when` needs woken: the watcher if it is due before
+    /// the watcher's deadline (which becomes `when`: one interrupt per
+    /// earlier deadline), a sleeper if nobody watches.
+    fn earlier_than_watcher(&self, inner: &mut Inner, when: u64) -> WakeFor {
         match &mut inner.watcher {
             Some((index, until)) if when < *until => {
                 *until = when;
-                // SeqCst: the interrupter's half of the Dekker pair with
-                // the watcher taking the driver's seat (the interrupter's
-                // SeqCst fence and load of the seat in `DriverSeat::wake`
-                // follow; the watcher's store to the seat, fence and load
-                // of this flag in `Registry::park_worker`).
-                self.interrupted.store(true, Ordering::SeqCst);
-                Some(*index)
+                self.raise_interrupt();
+                WakeFor::Watcher(*index)
             }
-            _ => None,
+            Some(_) => WakeFor::Nobody,
+            None => WakeFor::VacantWatch,
         }
+    }
+
+    /// Raises the watcher's interrupt flag (under the lock).
+    fn raise_interrupt(&self) {
+        // SeqCst: the interrupter's half of the Dekker pair with the
+        // watcher taking the driver's seat (the interrupter's SeqCst fence
+        // and load of the seat in `DriverSeat::wake` follow; the watcher's
+        // store to the seat, fence and loads in `is_interrupted`).
+        self.interrupted.store(true, Ordering::SeqCst);
+    }
+
+    /// Records `watcher` under the lock, and its index for
+    /// [`is_interrupted`](Self::is_interrupted).
+    fn set_watcher(&self, inner: &mut Inner, watcher: Option<(usize, u64)>) {
+        inner.watcher = watcher;
+        // SeqCst: read with the flag in `is_interrupted`, after the seat's
+        // fence (same Dekker pair as `raise_interrupt`).
+        self.watcher_index
+            .store(watcher.map_or(NOBODY, |(index, _)| index), Ordering::SeqCst);
     }
 
     /// Stores `waker` for timer `key` unless it has fired.
@@ -195,9 +246,9 @@ impl Timers {
         self.lock().wheel.register(key, waker)
     }
 
-    /// Moves timer `key` to `deadline`. Returns the watcher to interrupt if
-    /// the new deadline is earlier than its own.
-    pub(crate) fn reset(&self, key: TimerKey, deadline: Instant) -> Option<usize> {
+    /// Moves timer `key` to `deadline`. Returns whom to wake for the new
+    /// deadline.
+    pub(crate) fn reset(&self, key: TimerKey, deadline: Instant) -> WakeFor {
         let when = self.tick_of(deadline);
         let (fired, interrupt) = {
             let mut inner = self.lock();
@@ -262,9 +313,9 @@ impl Timers {
             Some((watcher, _)) if watcher != index => Watch::Elsewhere,
             _ => {
                 let next = inner.wheel.next_expiration_tick();
-                inner.watcher = Some((index, next.unwrap_or(NONE)));
+                self.set_watcher(&mut inner, Some((index, next.unwrap_or(NONE))));
                 // Relaxed: under the lock, which orders it before any
-                // later `earlier_than_watcher`'s raise.
+                // later raise (`earlier_than_watcher`, `assign_watch`).
                 self.interrupted.store(false, Ordering::Relaxed);
                 Watch::Until(next.map(|tick| {
                     self.start
@@ -278,22 +329,56 @@ impl Timers {
         }
     }
 
-    /// Whether the watcher's deadline moved earlier since its last
-    /// [`watch`](Self::watch): the watcher, having taken the driver's seat
-    /// (store, SeqCst fence), looks here before it blocks in the poll, and
-    /// does not block if so (it looks at the wheel again).
-    pub(crate) fn watcher_interrupted(&self) -> bool {
-        // SeqCst: the watcher's half of the Dekker pair described in
-        // `earlier_than_watcher` (pairs with its SeqCst store).
+    /// Whether worker `index` watches and must look at the wheel again:
+    /// its deadline moved earlier, or the watch was assigned to it, since
+    /// its last [`watch`](Self::watch). A sleeper that took the driver's
+    /// seat (store, SeqCst fence) looks here before it blocks in the poll,
+    /// and does not block if so.
+    pub(crate) fn is_interrupted(&self, index: usize) -> bool {
+        // SeqCst: the sleeper's half of the Dekker pair described in
+        // `raise_interrupt` (pairs with its SeqCst stores of the flag and,
+        // in `set_watcher`, of the index).
         self.interrupted.load(Ordering::SeqCst)
+            && self.watcher_index.load(Ordering::SeqCst) == index
     }
 
-    /// Worker `index` woke: it no longer watches.
-    pub(crate) fn unwatch(&self, index: usize) {
+    /// Worker `index` stopped sleeping: it no longer watches. Returns
+    /// whether it was the watcher and a deadline is pending, that is,
+    /// whether the watch must be handed over
+    /// ([`assign_watch`](Self::assign_watch)).
+    pub(crate) fn unwatch(&self, index: usize) -> bool {
         let mut inner = self.lock();
-        if matches!(inner.watcher, Some((watcher, _)) if watcher == index) {
-            inner.watcher = None;
+        if !matches!(inner.watcher, Some((watcher, _)) if watcher == index) {
+            return false;
         }
+        self.set_watcher(&mut inner, None);
+        inner.wheel.next_expiration_tick().is_some()
+    }
+
+    /// If nobody watches and a deadline is pending: assigns the watch to
+    /// the first of `candidates` that `is_asleep` and returns it (the
+    /// caller interrupts it, which then looks at the wheel again). `None`
+    /// if the watch is taken, nothing is pending, or no candidate sleeps
+    /// (each worker that falls asleep later looks at the wheel itself).
+    ///
+    /// `is_asleep` is consulted under the lock: see "The watch is handed
+    /// over" in the module docs for why a worker falling asleep meanwhile
+    /// is not missed.
+    pub(crate) fn assign_watch(
+        &self,
+        candidates: impl IntoIterator<Item = usize>,
+        is_asleep: impl Fn(usize) -> bool,
+    ) -> Option<usize> {
+        let mut inner = self.lock();
+        if inner.watcher.is_some() || inner.wheel.next_expiration_tick().is_none() {
+            return None;
+        }
+        let chosen = candidates.into_iter().find(|&index| is_asleep(index))?;
+        // `NONE`: it sleeps until woken so far; its next `watch` sets the
+        // deadline, and any timer added before that interrupts it again.
+        self.set_watcher(&mut inner, Some((chosen, NONE)));
+        self.raise_interrupt();
+        Some(chosen)
     }
 }
 
