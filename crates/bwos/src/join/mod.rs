@@ -175,6 +175,8 @@ where
     RA: Send,
     RB: Send,
 {
+    // Ready tasks get a turn every slice of fork/join work (`queues.rs`).
+    worker.count_job();
     if runs_sequentially(worker) {
         return join_sequential(a, b);
     }

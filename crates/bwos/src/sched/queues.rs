@@ -12,6 +12,25 @@
 //! yielder. A worker that takes from the injector moves up to
 //! [`INJECTOR_BATCH`] entries at once to its own queue, where idle workers
 //! can steal them.
+//!
+//! # Ready tasks between fork/join jobs
+//! A worker running a fork/join computation (a `join`, `scope` or
+//! parallel iterator, inside a task or not) finds its next job in its own
+//! job queue before it looks at tasks, and a computation keeps that queue
+//! busy until it ends: ready tasks, I/O and timers would wait for the whole
+//! computation. So every [`TASK_SLICE`] of fork/join work a worker polls
+//! the I/O driver and fires due timers (both without blocking), then runs
+//! the ready tasks of its queue and the injector for at most half a slice,
+//! and goes back to its jobs: a light task waits for at most about one
+//! slice while a computation runs on every worker. The task runs on top of
+//! the job's frame, as the jobs a `join` runs while it waits for a thief
+//! do, with the same caveats (reentrancy: see `WorkerThread::wait_until`).
+//! The clock is not read at every join: a countdown of joins between two
+//! looks at it adapts to the computation's grain, so that it is read a few
+//! times per slice (between [`MIN_JOINS_PER_CLOCK_LOOK`] and
+//! [`MAX_JOINS_PER_CLOCK_LOOK`] joins apart).
+
+use std::time::Duration;
 
 use bwos_queue::Config;
 use crossbeam_deque::{Injector, Steal};
@@ -53,6 +72,19 @@ pub(crate) const INJECTOR_INTERVAL: u32 = 61;
 /// once, besides the one it runs: one look at the injector serves many
 /// tasks, and other workers steal from the batch if they are idle.
 pub(crate) const INJECTOR_BATCH: usize = 16;
+
+/// How long a worker runs fork/join jobs before it serves ready tasks,
+/// I/O and timers (see "Ready tasks between fork/join jobs"). A look
+/// costs a non-blocking poll of the driver (about a microsecond, 1% of a
+/// slice) when nothing is ready.
+pub(crate) const TASK_SLICE: Duration = Duration::from_micros(100);
+
+/// The fewest joins between two looks at the clock (coarse jobs).
+pub(crate) const MIN_JOINS_PER_CLOCK_LOOK: u32 = 4;
+
+/// The most joins between two looks at the clock: fine-grained recursion
+/// (a few nanoseconds a join) reads it every few tens of microseconds.
+pub(crate) const MAX_JOINS_PER_CLOCK_LOOK: u32 = 1 << 13;
 
 /// The oldest entry of `queue`, retrying while other takers contend for it.
 pub(crate) fn take_oldest<T>(queue: &Injector<T>) -> Option<T> {

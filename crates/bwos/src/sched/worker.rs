@@ -55,6 +55,7 @@
 use std::cell::Cell;
 use std::ptr;
 use std::sync::Arc;
+use std::time::Instant;
 
 use bwos_queue::{fifo, lifo};
 
@@ -63,7 +64,10 @@ use super::idle::sleep::IdleHint;
 use super::idle::{Idle, IdleConfig, IdlePolicy, IdleWorker};
 use super::job::{AbortOnUnwind, JobRef};
 use super::latch::CoreLatch;
-use super::queues::{INJECTOR_BATCH, INJECTOR_INTERVAL};
+use super::queues::{
+    INJECTOR_BATCH, INJECTOR_INTERVAL, MAX_JOINS_PER_CLOCK_LOOK, MIN_JOINS_PER_CLOCK_LOOK,
+    TASK_SLICE,
+};
 use super::registry::Registry;
 use super::start::Started;
 use super::stats::WorkerCounters;
@@ -100,6 +104,17 @@ pub(crate) struct WorkerThread {
     pub(super) tasks: fifo::Worker<Notified>,
     /// Tasks taken so far, for the injector interval.
     task_ticks: Cell<u32>,
+    /// Jobs left to run before the next look at the clock (see "Ready
+    /// tasks between fork/join jobs" in `queues.rs`).
+    jobs_until_clock: Cell<u32>,
+    /// The countdown's length, adapted to the jobs' grain.
+    jobs_per_clock_look: Cell<u32>,
+    /// When this worker last looked at the clock between jobs.
+    last_clock_look: Cell<Instant>,
+    /// When it serves ready tasks between jobs next.
+    next_task_look: Cell<Instant>,
+    /// Whether it serves tasks between jobs now (no nested serving).
+    serving_tasks: Cell<bool>,
     index: usize,
     pub(super) registry: Arc<Registry>,
     victims: Victims,
@@ -374,6 +389,69 @@ impl WorkerThread {
         }
     }
 
+    /// Counts one fork/join job (a `join`, a job taken from a queue): every
+    /// so many, a look at the clock, and every [`TASK_SLICE`] the ready
+    /// tasks get their turn (see "Ready tasks between fork/join jobs" in
+    /// `queues.rs`). A decrement and a branch while the countdown runs.
+    #[inline(always)]
+    pub(crate) fn count_job(&self) {
+        // Written so that it compiles to a decrement in memory and a branch.
+        let left = self.jobs_until_clock.get().wrapping_sub(1);
+        self.jobs_until_clock.set(left);
+        if left == 0 {
+            self.look_at_clock();
+        }
+    }
+
+    /// The countdown ran out: adapts its length so that the clock is read
+    /// a few times per slice, and serves tasks if a slice has passed.
+    #[cold]
+    #[inline(never)]
+    fn look_at_clock(&self) {
+        if self.building_thread {
+            // Between its waits the building thread runs the user's code,
+            // where a task must not run on top of it.
+            self.jobs_until_clock.set(u32::MAX);
+            return;
+        }
+        let now = Instant::now();
+        let since = now.saturating_duration_since(self.last_clock_look.get());
+        self.last_clock_look.set(now);
+        let per_look = self.jobs_per_clock_look.get();
+        let per_look = if since < TASK_SLICE / 4 {
+            (per_look * 2).min(MAX_JOINS_PER_CLOCK_LOOK)
+        } else if since > TASK_SLICE {
+            (per_look / 2).max(MIN_JOINS_PER_CLOCK_LOOK)
+        } else {
+            per_look
+        };
+        self.jobs_per_clock_look.set(per_look);
+        self.jobs_until_clock.set(per_look);
+        if now >= self.next_task_look.get() && !self.serving_tasks.get() {
+            self.next_task_look.set(now + TASK_SLICE);
+            self.serve_tasks_between_jobs(now + TASK_SLICE / 2);
+        }
+    }
+
+    /// Polls the driver and fires due timers, then runs ready tasks (local,
+    /// then injected) until none is left or `until` has passed.
+    fn serve_tasks_between_jobs(&self, until: Instant) {
+        self.serving_tasks.set(true);
+        self.registry.poll_driver_now();
+        while let Some(task) = self
+            .take_local_task()
+            .or_else(|| self.take_injected_tasks())
+        {
+            // SAFETY: as in `run_until`: a task taken out of the pool's
+            // queues is run once, by its taker.
+            unsafe { task.into_job_ref().execute() };
+            if Instant::now() >= until {
+                break;
+            }
+        }
+        self.serving_tasks.set(false);
+    }
+
     /// The newest local job.
     #[inline]
     pub(crate) fn take_local(&self) -> Option<JobRef> {
@@ -471,6 +549,7 @@ impl WorkerThread {
     #[inline(always)]
     fn find_work(&self, mut idle: Option<&mut Idle>) -> Option<JobRef> {
         if let Some(job) = self.take_local() {
+            self.count_job();
             if self.queue.private_len() > 0 {
                 // The job may run long without a `join`: the rest of the
                 // queue stays in sight of thieves meanwhile.
@@ -664,6 +743,11 @@ impl WorkerThread {
             queue,
             tasks,
             task_ticks: Cell::new(0),
+            jobs_until_clock: Cell::new(MIN_JOINS_PER_CLOCK_LOOK),
+            jobs_per_clock_look: Cell::new(MIN_JOINS_PER_CLOCK_LOOK),
+            last_clock_look: Cell::new(Instant::now()),
+            next_task_look: Cell::new(Instant::now()),
+            serving_tasks: Cell::new(false),
             index,
             registry,
             victims: Victims::new(index, settings.steal.clone(), settings.topology.clone()),

@@ -1,0 +1,125 @@
+//! Tasks and timers keep moving while a task blocks, runs long or
+//! computes in parallel: ready tasks are served between the jobs of a
+//! fork/join computation that occupies every worker, timers fire during
+//! it, and (see the other tests here) queued tasks are not stranded behind
+//! a blocking poll.
+
+#![cfg(not(bwos_loom))]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use bwos::ThreadPoolBuilder;
+use bwos_testkit::watchdog;
+
+mod common;
+use common::pool;
+
+/// Busy for about `micros` microseconds of this thread's time.
+fn spin_for(micros: u64) {
+    let end = Instant::now() + Duration::from_micros(micros);
+    while Instant::now() < end {
+        std::hint::spin_loop();
+    }
+}
+
+/// A fork/join computation of `leaves` leaves of `micros` each, split by
+/// `bwos::join`; `started` counts the leaves run so far.
+fn compute(leaves: usize, micros: u64, started: &AtomicUsize) {
+    if leaves == 1 {
+        started.fetch_add(1, Ordering::SeqCst);
+        spin_for(micros);
+        return;
+    }
+    let half = leaves / 2;
+    bwos::join(
+        || compute(half, micros, started),
+        || compute(leaves - half, micros, started),
+    );
+}
+
+/// A task waiting on a socket runs when its bytes arrive, while a parallel
+/// computation keeps both workers busy: the workers poll the I/O driver
+/// and serve ready tasks between their jobs. Without that, the bytes were
+/// seen only when the computation ended (about 400 ms of work here) or a
+/// worker happened to look at the injector.
+#[test]
+#[cfg(feature = "io")]
+fn a_task_woken_by_io_runs_while_a_computation_occupies_every_worker() {
+    use futures_lite::AsyncReadExt as _;
+    use std::io::Write as _;
+
+    watchdog("io_task_during_computation", || {
+        let pool = pool(2);
+        for round in 0..5 {
+            let listener = pool
+                .block_on(bwos::net::TcpListener::bind("127.0.0.1:0"))
+                .unwrap();
+            let address = listener.local_addr().unwrap();
+            let mut client = std::net::TcpStream::connect(address).unwrap();
+            let read = Arc::new(AtomicBool::new(false));
+            let reader = pool.spawn_task({
+                let read = read.clone();
+                async move {
+                    let (mut stream, _) = listener.accept().await.unwrap();
+                    let mut byte = [0u8; 1];
+                    stream.read_exact(&mut byte).await.unwrap();
+                    read.store(true, Ordering::SeqCst);
+                }
+            });
+            let started = Arc::new(AtomicUsize::new(0));
+            let computation = pool.spawn_task({
+                let (started, read) = (started.clone(), read.clone());
+                async move {
+                    compute(8192, 50, &started);
+                    read.load(Ordering::SeqCst)
+                }
+            });
+            // Both workers are in the computation once a thief ran leaves.
+            while started.load(Ordering::SeqCst) < 64 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            client.write_all(b"!").unwrap();
+            let served_during = pool.block_on(computation).unwrap();
+            pool.block_on(reader).unwrap();
+            assert!(
+                served_during,
+                "round {round}: the reading task waited for the whole computation"
+            );
+        }
+    });
+}
+
+/// A timer set by a task before a computation occupies both workers fires
+/// during the computation, and the task it wakes runs then too.
+#[test]
+fn a_timer_fires_while_a_computation_occupies_every_worker() {
+    watchdog("timer_during_computation", || {
+        let pool = ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        for round in 0..5 {
+            let started = Arc::new(AtomicUsize::new(0));
+            let woke = Arc::new(AtomicBool::new(false));
+            let sleeper = pool.spawn_task({
+                let woke = woke.clone();
+                async move {
+                    bwos::time::sleep(Duration::from_millis(5)).await;
+                    woke.store(true, Ordering::SeqCst);
+                }
+            });
+            let computation = pool.spawn_task({
+                let (started, woke) = (started.clone(), woke.clone());
+                async move {
+                    compute(8192, 50, &started);
+                    woke.load(Ordering::SeqCst)
+                }
+            });
+            let fired_during = pool.block_on(computation).unwrap();
+            pool.block_on(sleeper).unwrap();
+            assert!(
+                fired_during,
+                "round {round}: the 5 ms sleep waited for the whole computation"
+            );
+        }
+    });
+}
