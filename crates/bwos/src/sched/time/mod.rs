@@ -38,10 +38,12 @@
 //!   under the lock, sees the vacant watch and the pending deadline.
 //! - **A busy worker** checks the next deadline every
 //!   [`INJECTOR_INTERVAL`](super::queues::INJECTOR_INTERVAL) tasks (one
-//!   atomic load and a clock read) and fires what is due. A worker that
-//!   runs one long job without tasks does not look: timers then wait for
-//!   a worker to finish or sleep, as tokio's wait for a worker to reach
-//!   its driver.
+//!   atomic load and a clock read) and fires what is due, and a worker
+//!   running fork/join jobs does so every
+//!   [`TASK_SLICE`](super::queues::TASK_SLICE) of them. A poll that runs
+//!   long without either (a task that blocks) does not look: the timers
+//!   then rely on a sleeping worker, which is why the watch is never left
+//!   vacant while one sleeps (below).
 //!
 //! A `Sleep` that is polled after its deadline is ready whether or not a
 //! worker fired its timer yet, so a late worker delays a wake-up, never a
