@@ -7,7 +7,8 @@
 //! - what the workers share, the [`Registry`](registry::Registry)
 //!   (`registry.rs`), and each worker's state and scheduler loop,
 //!   [`WorkerThread`](worker::WorkerThread) (`worker.rs`), with the one
-//!   order in which it looks for work;
+//!   order in which it looks for work, and the thread that runs a worker
+//!   while its own thread is in `block_in_place` (`replacement.rs`);
 //! - what runs: two-word [`JobRef`](job::JobRef)s (`job.rs`), whose heap
 //!   jobs and `fork`'s futures live in per-thread cached frames
 //!   (`frame_cache.rs`), completion
@@ -48,6 +49,7 @@ pub(crate) mod latch;
 pub(crate) mod pool;
 pub(crate) mod queues;
 pub(crate) mod registry;
+pub(crate) mod replacement;
 #[cfg(feature = "fork")]
 pub(crate) mod stack;
 pub(crate) mod start;

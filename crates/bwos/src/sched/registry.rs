@@ -28,7 +28,7 @@ use super::latch::{CoreLatch, ThreadLatch};
 use super::queues::take_oldest;
 use super::stats::{PoolStats, WorkerCounters};
 use super::steal::WhereWorkersRun;
-use super::sync::{AtomicU64, AtomicUsize, Ordering};
+use super::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use super::task::pool_tasks::PoolTasks;
 use super::task::raw::Notified;
 use super::time::{Timers, WakeFor, Watch};
@@ -54,11 +54,20 @@ pub(crate) struct RegistryOptions {
     /// The blocking pool's bounds (see `blocking.rs`).
     pub(crate) max_blocking_threads: usize,
     pub(crate) blocking_keep_alive: Duration,
+    /// `ThreadPoolBuilder::stack_size`, which `block_in_place`'s
+    /// replacement threads get too (they run the workers' jobs).
+    pub(crate) worker_stack_size: Option<usize>,
 }
 
 pub(crate) struct Registry {
     stealers: Box<[lifo::Stealer<JobRef>]>,
     threads: Box<[OnceLock<Thread>]>,
+    /// Per worker: the thread that runs it while its own thread is in
+    /// `block_in_place` (`replacement.rs`), which unparks reach too.
+    replacements: Box<[Mutex<Option<Thread>>]>,
+    /// Per worker: whether `replacements` holds a thread (the unpark
+    /// path's one extra load).
+    replaced: Box<[AtomicBool]>,
     injector: Injector<JobRef>,
     /// Per worker: jobs spawned FIFO on it (`spawn_fifo`, `ScopeFifo`),
     /// oldest first. Each has a trampoline job on the worker's LIFO queue
@@ -118,6 +127,8 @@ impl Registry {
         Registry {
             stealers: stealers.into(),
             threads: (0..n).map(|_| OnceLock::new()).collect(),
+            replacements: (0..n).map(|_| Mutex::new(None)).collect(),
+            replaced: (0..n).map(|_| AtomicBool::new(false)).collect(),
             injector: Injector::new(),
             fifos: (0..n).map(|_| Injector::new()).collect(),
             broadcasts: (0..n).map(|_| Injector::new()).collect(),
@@ -172,6 +183,28 @@ impl Registry {
         let _ = self.threads[index].set(std::thread::current());
     }
 
+    /// Records the calling thread as the one that runs worker `index` in
+    /// place of its own thread (`replacement.rs`), before it takes work.
+    pub(crate) fn register_replacement(&self, index: usize) {
+        *lock(&self.replacements[index]) = Some(std::thread::current());
+        // Release: a waker that changed the replacement's sleep state
+        // (after this store, which precedes the replacement's announcement
+        // in its program order) reads `true` with Acquire and unparks it.
+        self.replaced[index].store(true, Ordering::Release);
+    }
+
+    /// The replacement of worker `index` stops running it.
+    pub(crate) fn unregister_replacement(&self, index: usize) {
+        // Relaxed: a late unpark of the old replacement is harmless.
+        self.replaced[index].store(false, Ordering::Relaxed);
+        lock(&self.replacements[index]).take();
+    }
+
+    /// The stack size the builder asked for the workers.
+    pub(crate) fn worker_stack_size(&self) -> Option<usize> {
+        self.options.worker_stack_size
+    }
+
     pub(crate) fn add_handles(&self, handles: Vec<JoinHandle<()>>) {
         self.lock_handles().extend(handles);
     }
@@ -188,6 +221,12 @@ impl Registry {
         // Every worker registers before the builder returns the pool, so
         // nobody can have work for an unregistered worker.
         if let Some(thread) = self.threads[index].get() {
+            thread.unpark();
+        }
+        // Acquire: pairs with `register_replacement`'s Release store.
+        if self.replaced[index].load(Ordering::Acquire)
+            && let Some(thread) = &*lock(&self.replacements[index])
+        {
             thread.unpark();
         }
         if let Some(driver) = self.driver.get() {
@@ -657,4 +696,10 @@ fn drop_payload(payload: Box<dyn Any + Send>) {
     if let Err(second) = panic::catch_unwind(AssertUnwindSafe(|| drop(payload))) {
         std::mem::forget(second);
     }
+}
+
+/// Locks `mutex`; a poisoned lock holds a consistent value here (no user
+/// code runs under these locks).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poison| poison.into_inner())
 }

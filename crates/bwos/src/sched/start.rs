@@ -64,6 +64,7 @@ impl ThreadPoolBuilder {
             blocking_keep_alive: self
                 .blocking_keep_alive
                 .unwrap_or(DEFAULT_BLOCKING_KEEP_ALIVE),
+            worker_stack_size: self.stack_size,
         };
         let registry = Arc::new(Registry::new(
             stealers,

@@ -703,6 +703,45 @@ impl WorkerThread {
         guard.disarm();
     }
 
+    /// The calling thread stops being this worker's thread for a while
+    /// (`replacement.rs`): nothing on it finds the worker until
+    /// [`return_to_thread`](Self::return_to_thread), so another thread can
+    /// run it meanwhile.
+    pub(crate) fn leave_thread(&self) {
+        debug_assert!(ptr::eq(CURRENT.with(Cell::get), self));
+        CURRENT.with(|current| current.set(ptr::null()));
+    }
+
+    /// The calling thread, which [left](Self::leave_thread) this worker,
+    /// is its thread again.
+    pub(crate) fn return_to_thread(&self) {
+        CURRENT.with(|current| current.set(self));
+    }
+
+    /// Runs this worker's scheduler loop on the calling thread, which is
+    /// not the worker's own, until `give_back` is set (`replacement.rs`).
+    ///
+    /// # Safety
+    /// The worker's own thread has [left](Self::leave_thread) it and does
+    /// not touch it until this call returned (the caller hands the worker
+    /// over and back with synchronization: a thread start and a join), so
+    /// the worker, `Sync` or not, is used by one thread at a time.
+    pub(crate) unsafe fn run_as_replacement(&self, give_back: &CoreLatch) {
+        let guard = AbortOnUnwind::new("a replacement worker's scheduler loop");
+        CURRENT.with(|current| current.set(self));
+        #[cfg(feature = "fork")]
+        let own_stack_limit = self.stack_limit.replace(super::stack::stack_limit_here());
+        self.registry.register_replacement(self.index);
+        // Not `Idle::at_start`: the worker's own thread left it while
+        // running (it did not count as searching), and so does this one.
+        self.run_until(give_back, Idle::new());
+        self.registry.unregister_replacement(self.index);
+        #[cfg(feature = "fork")]
+        self.stack_limit.set(own_stack_limit);
+        CURRENT.with(|current| current.set(ptr::null()));
+        guard.disarm();
+    }
+
     /// Makes the calling thread, which is no worker, worker `index` of
     /// `registry` for the rest of its life, without running the scheduler
     /// loop (`ThreadPoolBuilder::use_current_thread`). The worker state is

@@ -29,7 +29,9 @@
 //! Sockets come from [`crate::net`] and timers from [`crate::time`]: the
 //! pool's own workers poll the sockets' readiness and fire the timers (no
 //! reactor or timer thread; wake-ups land in the polling worker's queue).
-//! Closures that block run on separate threads with [`spawn_blocking`].
+//! Closures that block run on separate threads with [`spawn_blocking`],
+//! or in place with [`block_in_place`], which moves the worker to another
+//! thread meanwhile.
 //! The `http_server` example serves HTTP/1.1 and HTTP/2 with hyper on
 //! `bwos::net`.
 //!
@@ -47,12 +49,14 @@
 //! worker: the task cell and the run queues are the scheduler core's
 //! (`sched/task/` and `sched/queues.rs` in the sources).
 
+mod block_in_place;
 pub(crate) mod block_on;
 mod blocking;
 pub(crate) mod executor;
 mod join_set;
 
 pub use crate::sched::task::raw::{JoinError, JoinHandle};
+pub use block_in_place::block_in_place;
 pub use blocking::spawn_blocking;
 pub use join_set::JoinSet;
 
