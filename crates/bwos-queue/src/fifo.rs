@@ -15,7 +15,8 @@
 //!   the fast path, and it is a plain store on x86 and `stlr` on Arm, never
 //!   a read-modify-write or a fence.
 //! * The consumer reads at `front` in its block. Thieves never enter the
-//!   consumer's block: the consumer **takes over** each block as it enters
+//!   consumer's block (unless the owner shares it, below): the consumer
+//!   **takes over** each block as it enters
 //!   it by swapping the block's `steal` position with the margin, and adds
 //!   the entries it took over to the block's `stolen` count, so that count
 //!   reaches the margin once thieves finished the entries they reserved.
@@ -28,8 +29,57 @@
 //!   resets the steal position (paper section 5.2). The consumer enters a
 //!   block only once the producer has reached it in the same round.
 //! * Each block is **granted** from its first entry: thieves may steal any
-//!   published entry of any block except the consumer's, which is what lets
-//!   them steal from the middle of the queue.
+//!   published entry of any block except the consumer's (unless the owner
+//!   shares it, below), which is what lets them steal from the middle of
+//!   the queue.
+//! * **Hand-back ([`Worker::share`]).** The entries of the consumer block
+//!   from the private front `f` on (published, or still to be pushed if the
+//!   producer is in the block) stay private until the consumer pops them;
+//!   a runtime whose worker is about to run a task that may block gives
+//!   them back to thieves. Of the `margin - taken` entries the takeover
+//!   counted as the consumer's in `stolen`, the `margin - f` from `f` on are
+//!   not the consumer's any more, so `share` first subtracts them (a
+//!   `fetch_sub`: a read-modify-write, so it continues the release sequence
+//!   of the thieves' increments, which the producer acquires), and then
+//!   stores `steal = (consumer round, f)` with Release, pairing with the
+//!   thieves' Acquire load in `reserve`: a thief that sees the shared
+//!   position sees the block's `back` of this round and the subtraction, so
+//!   the thieves' increments for entries from `f` on follow it in
+//!   `stolen`'s modification order and `stolen` stays an exact count (at
+//!   most the margin). A plain store ends the release sequence of the
+//!   reset's store; the Release store starts a new one that the thieves'
+//!   CASes continue. Only the owner reads `stolen`, and it reads it after
+//!   its own `fetch_sub`: the count then is the entries finished by thieves
+//!   plus those the consumer popped (`f - taken`), at least 0 and equal to
+//!   the margin only once every entry of the block has been popped or
+//!   stolen and read, exactly the condition for reuse.
+//! * **Retake.** While the block is shared the owner keeps its private
+//!   `front` at the margin, so `pop`'s fast path (`front < back`) fails
+//!   with no extra branch and `pop_slow` retakes the block exactly as it
+//!   takes over a block it enters: a Relaxed swap of `steal` to the margin
+//!   (the entries below the old position are the thieves', the ones above
+//!   were written by this thread), `fetch_add(margin - taken)` on `stolen`
+//!   (an RMW, for the release sequence), `front = taken`. `len`,
+//!   `is_empty` and `Drop` need no retake: a shared block's entries are in
+//!   its stealable range (`steal..back`, same round), which
+//!   [`Stealer::len`] counts and the ring's drop drops, while the owner's
+//!   own range is empty. If the producer wraps around to the shared
+//!   consumer block, its checks hold only when they are genuine: the
+//!   private front reads as finished (the margin) and `stolen` reaches the
+//!   margin only when thieves have taken and read every shared entry; then
+//!   the block is reset as usual and the worker forgets it was shared (the
+//!   consumer is done with it: front at the margin of the old round).
+//! * **A stale steal word may come back.** Without sharing, `steal` only
+//!   grows within a round until the takeover sets it to the margin. With
+//!   it, the positions below the margin a block goes through in a round are
+//!   still non-decreasing (thieves add to it, a share stores the private
+//!   front, which is at least the position of the takeover or retake before
+//!   it), but a share may store exactly the value a retake found. A thief
+//!   that loaded that value before the retake then succeeds with its CAS:
+//!   harmless, as the owner popped nothing in between (the value would have
+//!   grown) and no thief reserved anything (likewise), so the entries from
+//!   there on are untouched and the thief's count is bounded by the `back`
+//!   it acquired.
 
 use std::cell::Cell;
 use std::fmt;
@@ -60,7 +110,10 @@ impl Flavor for Fifo {
 
     fn reserve<T>(block: &Block<T>, block_size: u32, max: u32) -> Reserve {
         // Acquire: pairs with the producer's Release reset of `steal`, so a
-        // thief that sees the new round also sees the reset `back` below.
+        // thief that sees the new round also sees the reset `back` below,
+        // and with `share`'s Release store of the consumer's front, for the
+        // same reason and to order the owner's `fetch_sub` on `stolen`
+        // before this thief's `fetch_add`.
         let steal = block.thief.steal.load(Ordering::Acquire);
         let start = index(steal);
         if start >= block_size {
@@ -78,9 +131,13 @@ impl Flavor for Fifo {
         }
         let count = (index(back) - start).min(max);
         // Relaxed: the entries' visibility comes from the `back` load; the
-        // CAS only has to be exact. It fails on a takeover (the consumer
-        // swapped in the margin) and on a reset (the round changed), and
-        // `steal` never returns to an earlier value within a round.
+        // CAS only has to be exact. It fails on a takeover or retake (the
+        // consumer swapped in the margin) and on a reset (the round
+        // changed). Within a round `steal` returns to a value it had only
+        // when a share stores the position a retake found, with nothing
+        // popped or reserved in between: the entries from there on are
+        // still untouched, so the stale reservation is a valid one (see the
+        // module docs).
         match block.thief.steal.compare_exchange(
             steal,
             steal + u64::from(count),
@@ -139,6 +196,7 @@ pub fn new<T>(config: Config) -> (Worker<T>, Stealer<T>) {
         consumer_block: Cell::new(config.num_blocks() - 1),
         consumer_ptr: Cell::new(ring.block_ptr(config.num_blocks() - 1)),
         front: Cell::new(margin),
+        shared: Cell::new(false),
         margin,
     };
     (worker, Stealer { ring })
@@ -193,8 +251,13 @@ pub struct Worker<T> {
     consumer_ptr: Cell<NonNull<Block<T>>>,
     /// The consumer block's front index. Nobody else reads it while the
     /// consumer is in the block: the consumer parks it in the block's
-    /// shared `front` word when it moves on.
+    /// shared `front` word when it moves on. The margin while the block is
+    /// shared, so that `pop`'s fast path finds nothing and `pop_slow`
+    /// retakes the block.
     front: Cell<u32>,
+    /// Whether the consumer block was given back to thieves (`share`) and
+    /// not taken back yet.
+    shared: Cell<bool>,
     /// The block size, kept here to spare the fast path a load.
     margin: u32,
 }
@@ -247,7 +310,10 @@ impl<T> Worker<T> {
         let target = ring.block(next_block);
         let finished = pack(previous_round(next_round), margin);
         // The consumer's front: private while it is in the block, parked
-        // in the shared word (written only by this thread) otherwise.
+        // in the shared word (written only by this thread) otherwise. A
+        // shared consumer block has its private front at the margin, so
+        // only the `stolen` check below decides, and it passes only once
+        // thieves have taken and read every shared entry.
         let front = if next_block == self.consumer_block.get() {
             pack(ring.locate(self.consumer.get()).1, self.front.get())
         } else {
@@ -281,6 +347,13 @@ impl<T> Worker<T> {
             .thief
             .steal
             .store(pack(next_round, 0), Ordering::Release);
+        if next_block == self.consumer_block.get() {
+            // The consumer is done with the block's previous round (its
+            // front is at the margin); if it had shared the block, there
+            // is nothing left to retake, and retaking would swap the new
+            // round's `steal`.
+            self.shared.set(false);
+        }
         self.producer.set(next);
         self.producer_block.set(next_block);
         self.producer_ptr.set(ring.block_ptr(next_block));
@@ -312,6 +385,9 @@ impl<T> Worker<T> {
     fn pop_slow(&self) -> Option<T> {
         let ring = &*self.ring;
         let margin = self.margin;
+        if self.shared.get() {
+            self.retake();
+        }
         loop {
             let block = self.consumer_block();
             let front = self.front.get();
@@ -363,6 +439,152 @@ impl<T> Worker<T> {
         }
     }
 
+    /// Gives the entries of the consumer block that the owner has not
+    /// popped back to thieves: those published and, if the producer is
+    /// still filling the block, those it will push there. Returns whether
+    /// it changed anything: `false` when the block is already shared or
+    /// the consumer has nothing left in it.
+    ///
+    /// Thieves never enter the block the owner pops from, so while the
+    /// owner runs one item for long (a task that blocks), the items queued
+    /// behind it in that block (up to a block, and every item pushed while
+    /// the consumer is in the producer's block) wait for it. A runtime
+    /// calls `share` before running an item when other workers are idle.
+    /// It costs a read-modify-write and a store, and the owner's next `pop`
+    /// takes the block back (a swap and a read-modify-write) and pops the
+    /// oldest item thieves have not taken; `push` and `pop` keep their fast
+    /// paths. Calling it again before that is a check of a private flag.
+    ///
+    /// ```
+    /// use bwos_queue::{fifo, Config};
+    ///
+    /// let (worker, stealer) = fifo::new::<u32>(Config::new(4, 4)?);
+    /// for i in 0..6 {
+    ///     worker.push(i).unwrap(); // blocks: [0 1 2 3] [4 5]
+    /// }
+    /// assert_eq!(worker.pop(), Some(0)); // takes the first block over
+    /// assert_eq!((worker.private_len(), stealer.len()), (3, 2));
+    ///
+    /// assert!(worker.share()); // 1, 2 and 3 are stealable again
+    /// assert!(!worker.share()); // already shared
+    /// assert_eq!((worker.private_len(), stealer.len()), (0, 5));
+    /// assert_eq!(stealer.steal().success(), Some(1));
+    ///
+    /// assert_eq!(worker.pop(), Some(2)); // takes the rest back
+    /// assert!(!worker.is_shared());
+    /// assert_eq!((worker.private_len(), stealer.len()), (1, 2));
+    /// # Ok::<(), bwos_queue::ConfigError>(())
+    /// ```
+    pub fn share(&self) -> bool {
+        let front = self.front.get();
+        // While shared, the private front is the margin too.
+        if front == self.margin {
+            return false;
+        }
+        let ring = &*self.ring;
+        let block = self.consumer_block();
+        let consumer_round = ring.locate(self.consumer.get()).1;
+        // The entries from `front` on stop counting as the consumer's: the
+        // takeover (or retake) added them, thieves will add them as they
+        // finish them. Relaxed: an RMW, so it continues the release
+        // sequence of the thieves' Release increments that the producer
+        // acquires; the Release store below orders it before the
+        // increments of thieves that reserve from `front` on. It cannot
+        // go below the round's 0: `stolen` holds at least the
+        // `margin - taken` that the takeover (or the last retake) added,
+        // and `front >= taken`.
+        block
+            .thief
+            .stolen
+            .fetch_sub(u64::from(self.margin - front), Ordering::Relaxed);
+        // Release: pairs with the thieves' Acquire load of `steal` in
+        // `Fifo::reserve`: a thief that reserves from `front` on sees this
+        // round's `back` and the subtraction above.
+        block
+            .thief
+            .steal
+            .store(pack(consumer_round, front), Ordering::Release);
+        self.front.set(self.margin);
+        self.shared.set(true);
+        true
+    }
+
+    /// Takes a shared consumer block back from thieves, as the consumer
+    /// takes over a block it enters: the entries no thief reserved are the
+    /// owner's again.
+    fn retake(&self) {
+        let margin = self.margin;
+        let block = self.consumer_block();
+        let consumer_round = self.ring.locate(self.consumer.get()).1;
+        // Relaxed, as in the takeover: the entries below the old position
+        // are the thieves' and not touched here, the ones from it on were
+        // written by this thread; the swap is atomic, so the split is exact.
+        // The block is still in the consumer's round: the producer resets
+        // it only after clearing `shared` (`advance_producer`).
+        let old = block
+            .thief
+            .steal
+            .swap(pack(consumer_round, margin), Ordering::Relaxed);
+        debug_assert_eq!(round(old), consumer_round, "a shared block keeps its round");
+        let taken = index(old);
+        if taken < margin {
+            // Count them as the consumer's again. Relaxed: an RMW, so it
+            // continues the release sequence of the thieves' increments.
+            block
+                .thief
+                .stolen
+                .fetch_add(u64::from(margin - taken), Ordering::Relaxed);
+        }
+        self.front.set(taken);
+        self.shared.set(false);
+    }
+
+    /// Whether the consumer block is shared: [`share`](Self::share) gave it
+    /// back to thieves and no `pop` has taken it back yet.
+    ///
+    /// ```
+    /// use bwos_queue::{fifo, Config};
+    ///
+    /// let (worker, _stealer) = fifo::new::<u32>(Config::new(4, 4)?);
+    /// worker.push(1).unwrap();
+    /// worker.push(2).unwrap();
+    /// assert_eq!(worker.pop(), Some(1));
+    /// assert!(!worker.is_shared());
+    /// assert!(worker.share());
+    /// assert!(worker.is_shared());
+    /// assert_eq!(worker.pop(), Some(2));
+    /// assert!(!worker.is_shared());
+    /// # Ok::<(), bwos_queue::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn is_shared(&self) -> bool {
+        self.shared.get()
+    }
+
+    /// The items only the owner can take now: those in the consumer block
+    /// it has not popped, or 0 while the block is
+    /// [shared](Self::share). Two plain loads, exact.
+    ///
+    /// ```
+    /// use bwos_queue::{fifo, Config};
+    ///
+    /// let (worker, stealer) = fifo::new::<u32>(Config::new(4, 2)?);
+    /// for i in 0..4 {
+    ///     worker.push(i).unwrap(); // blocks: [0 1] [2 3]
+    /// }
+    /// assert_eq!(worker.private_len(), 0); // the consumer is in no block yet
+    /// assert_eq!(worker.pop(), Some(0));
+    /// assert_eq!(worker.private_len(), 1);
+    /// assert!(worker.share());
+    /// assert_eq!(worker.private_len(), 0);
+    /// assert_eq!(stealer.len(), 3);
+    /// # Ok::<(), bwos_queue::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn private_len(&self) -> usize {
+        self.own_items().len()
+    }
+
     /// A [`Stealer`] for this queue.
     pub fn stealer(&self) -> Stealer<T> {
         Stealer {
@@ -376,9 +598,9 @@ impl<T> Worker<T> {
         self.ring.capacity()
     }
 
-    /// The items in the queue: those in the owner's consumer block plus
-    /// those thieves could steal. Exact when no thief is active; reads
-    /// every block's positions.
+    /// The items in the queue: those in the owner's consumer block
+    /// ([`private_len`](Self::private_len)) plus those thieves could steal.
+    /// Exact when no thief is active; reads every block's positions.
     pub fn len(&self) -> usize {
         self.own_items().len() + self.ring.estimated_len()
     }
@@ -397,7 +619,9 @@ impl<T> Worker<T> {
         unsafe { self.consumer_ptr.get().as_ref() }
     }
 
-    /// The entries of the consumer's block holding items.
+    /// The entries of the consumer's block holding items only the owner
+    /// can take: none while the block is shared (the private front is at
+    /// the margin then).
     fn own_items(&self) -> Range<u32> {
         let front = self.front.get();
         // SAFETY: only the owner stores a block's `front` and `back`, and
@@ -423,8 +647,10 @@ unsafe impl<T: Send> Send for Worker<T> {}
 
 impl<T> Drop for Worker<T> {
     fn drop(&mut self) {
-        // The consumer's block is closed to thieves, so its items die with
-        // the worker; the ring drops what is left in the other blocks.
+        // The consumer's block is closed to thieves unless shared, so its
+        // items die with the worker; the ring drops what is left in the
+        // other blocks and in a shared consumer block (its stealable range;
+        // the worker's own range is empty then).
         let own = self.own_items();
         // SAFETY: the consumer's items, closed to thieves, dropped once here.
         unsafe { self.consumer_block().drop_range(own.start, own.end) };
@@ -440,7 +666,8 @@ impl<T> fmt::Debug for Worker<T> {
 }
 
 /// A thief's handle to a FIFO queue: steals from any block but the
-/// owner's consumer block.
+/// owner's consumer block, and from that one too while the owner
+/// [shares](Worker::share) it.
 ///
 /// Clone it freely; every clone steals from the same queue.
 pub struct Stealer<T> {
@@ -511,7 +738,8 @@ impl<T> Stealer<T> {
     /// How many items thieves could steal now: the sum over all blocks of
     /// their published, unreserved entries (two relaxed loads per block),
     /// racy when the owner or thieves are active. Items in the owner's
-    /// consumer block are not counted.
+    /// consumer block are not counted unless the owner
+    /// [shared](Worker::share) it.
     pub fn len(&self) -> usize {
         self.ring.estimated_len()
     }

@@ -170,3 +170,82 @@ fn handles_have_the_documented_auto_traits() {
     send::<bwos_queue::fifo::Stealer<String>>();
     sync::<bwos_queue::fifo::Stealer<String>>();
 }
+
+/// Items in a FIFO consumer block that the owner shared are the thieves'
+/// until a pop takes them back: whichever handle goes last, they are
+/// dropped exactly once, also those the producer pushed into the shared
+/// block after the share.
+#[test]
+fn fifo_shared_consumer_block_items_are_dropped_exactly_once() {
+    use bwos_queue::fifo;
+    for last in [
+        LastHandle::Worker,
+        LastHandle::Stealer,
+        LastHandle::BatchDestination,
+    ] {
+        // (pushed before the share, popped, pushed after, stolen)
+        for (before, popped, after, stolen) in [
+            (3, 1, 0, 0),
+            (3, 1, 1, 0),
+            (3, 1, 1, 1),
+            (6, 1, 0, 2),
+            (6, 2, 3, 1),
+            (4, 1, 5, 4),
+        ] {
+            let ledger = Arc::new(std::sync::Mutex::new(BTreeMap::new()));
+            let tracked = |id| Tracked {
+                id,
+                ledger: ledger.clone(),
+            };
+            let config = Config::new(3, 4).unwrap();
+            let (worker, stealer) = fifo::new(config);
+            let (dest, _) = fifo::new(config);
+            for id in 0..before {
+                assert!(worker.push(tracked(id)).is_ok());
+            }
+            for _ in 0..popped {
+                drop(worker.pop());
+            }
+            assert!(worker.share());
+            for id in before..before + after {
+                assert!(worker.push(tracked(id)).is_ok());
+            }
+            // The first steal moves a batch into `dest`, whose drop must
+            // then drop it.
+            if stolen > 0 {
+                assert!(stealer.steal_batch(&dest).is_success());
+            }
+            for _ in 1..stolen {
+                drop(stealer.steal().success());
+            }
+            assert!(worker.is_shared());
+            match last {
+                LastHandle::Worker => {
+                    drop(stealer);
+                    drop(dest);
+                    drop(worker);
+                }
+                LastHandle::Stealer => {
+                    drop(worker);
+                    drop(dest);
+                    drop(stealer);
+                }
+                LastHandle::BatchDestination => {
+                    drop(worker);
+                    drop(stealer);
+                    drop(dest);
+                }
+            }
+            let ledger = ledger.lock().unwrap();
+            assert_eq!(
+                ledger.len(),
+                before + after,
+                "{last:?} {before} {popped} {after} {stolen}: some items were never dropped"
+            );
+            assert!(
+                ledger.values().all(|&n| n == 1),
+                "{last:?} {before} {popped} {after} {stolen}: dropped twice: {ledger:?}"
+            );
+        }
+    }
+}

@@ -13,7 +13,7 @@ enum Op {
     Steal,
     StealBatch,
     StealSampled(usize),
-    /// `lifo::Worker::share` (a no-op step for FIFO).
+    /// `Worker::share` of either flavour.
     Share,
 }
 
@@ -189,7 +189,10 @@ proptest! {
         prop_assert!(model.is_empty(), "left behind: {:?}", model);
     }
 
-    /// With steals mixed in, the owner still pops the oldest remaining item.
+    /// With steals and shares mixed in, the owner still pops the oldest
+    /// remaining item, a share makes exactly the owner's private items
+    /// stealable, and nothing is lost: after a last share, thieves alone
+    /// can take everything.
     #[test]
     fn fifo_with_thieves_loses_nothing(config in geometry(), ops in ops(true)) {
         let (worker, stealer) = fifo::new::<u32>(config);
@@ -208,10 +211,21 @@ proptest! {
                         prop_assert!(pushed_total.is_multiple_of(config.block_size()), "refused inside a block");
                     }
                 },
-                Op::Share => {}
+                Op::Share => {
+                    let was_shared = worker.is_shared();
+                    let private = worker.private_len();
+                    let before = stealer.len();
+                    let changed = worker.share();
+                    prop_assert!(!(was_shared && changed), "shared twice");
+                    prop_assert!(changed || private == 0, "kept {} items private", private);
+                    prop_assert_eq!(worker.is_shared(), was_shared || changed);
+                    prop_assert_eq!(worker.private_len(), 0);
+                    prop_assert_eq!(stealer.len(), before + private);
+                }
                 Op::Pop => {
                     let oldest = (!model.is_empty()).then(|| model.remove(0));
                     prop_assert_eq!(worker.pop(), oldest);
+                    prop_assert!(!worker.is_shared(), "a pop takes the block back");
                 }
                 Op::Steal => check_steal(stealer.steal(), &mut model)?,
                 Op::StealSampled(sample) => check_steal(stealer.steal_sampled(sample), &mut model)?,
@@ -239,12 +253,24 @@ proptest! {
             }
             prop_assert_eq!(worker.is_empty(), model.is_empty());
             prop_assert_eq!(worker.len(), model.len());
-            prop_assert!(stealer.len() <= model.len());
+            prop_assert_eq!(stealer.len() + worker.private_len(), model.len());
+            if worker.is_shared() {
+                prop_assert_eq!(stealer.len(), model.len());
+            }
         }
-        while let Some(item) = worker.pop() {
-            remove_from(&mut model, item)?;
+        // Thieves first: once shared, the owner's items are theirs too.
+        worker.share();
+        prop_assert_eq!(worker.private_len(), 0);
+        loop {
+            match stealer.steal() {
+                Steal::Success(item) => remove_from(&mut model, item)?,
+                Steal::Retry => return Err(TestCaseError::fail("Retry without contention")),
+                Steal::Empty => break,
+            }
         }
-        prop_assert!(model.is_empty(), "left behind: {:?}", model);
+        prop_assert!(model.is_empty(), "thieves left behind: {:?}", model);
+        prop_assert_eq!(worker.pop(), None);
+        prop_assert!(worker.is_empty());
     }
 }
 
@@ -290,6 +316,125 @@ fn lifo_sharing_and_taking_back_never_fills_up() {
         assert_eq!(worker.private_len(), 0);
         assert_eq!(worker.pop(), Some(second));
         assert_eq!(worker.pop(), Some(first));
+        assert_eq!(worker.pop(), None);
+        assert!(stealer.steal().is_empty());
+    }
+}
+
+/// The geometries of the FIFO share tests: small, and starting in the last
+/// rounds before the 40-bit round counter wraps.
+fn fifo_share_configs() -> Vec<Config> {
+    let mut configs = Vec::new();
+    for (blocks, size) in [(2, 2), (2, 3), (3, 4), (4, 8)] {
+        for first_round in [0, (1 << 40) - 2, (1 << 40) - 1] {
+            configs.push(
+                Config::new(blocks, size)
+                    .unwrap()
+                    .with_first_round(first_round),
+            );
+        }
+    }
+    configs
+}
+
+/// A runtime shares its consumer block before every poll and thieves take
+/// what it shared: each cycle the owner pops one item and a thief the
+/// other, across every block boundary and round wrap. The shared entries
+/// must count as taken when the thief has them (or the producer could
+/// never reuse the block: full) and thieves must get the items pushed into
+/// a shared block the producer is still filling.
+#[test]
+fn fifo_sharing_to_thieves_never_fills_up() {
+    for config in fifo_share_configs() {
+        let (worker, stealer) = fifo::new::<u32>(config);
+        let cycles = if cfg!(miri) { 3 } else { 20 } * config.capacity() as u32;
+        for cycle in 0..cycles {
+            let (first, second) = (2 * cycle, 2 * cycle + 1);
+            assert_eq!(
+                worker.push(first),
+                Ok(()),
+                "{config:?}: refused in cycle {cycle}"
+            );
+            assert_eq!(
+                worker.push(second),
+                Ok(()),
+                "{config:?}: refused in cycle {cycle}"
+            );
+            assert_eq!(worker.pop(), Some(first), "{config:?}, cycle {cycle}");
+            // `false` when `first` was the last entry of its block: then
+            // `second` is in the producer's block, stealable anyway.
+            worker.share();
+            assert_eq!(worker.private_len(), 0, "{config:?}, cycle {cycle}");
+            assert_eq!(stealer.len(), 1, "{config:?}, cycle {cycle}");
+            assert_eq!(
+                stealer.steal().success(),
+                Some(second),
+                "{config:?}, cycle {cycle}"
+            );
+            assert_eq!(worker.pop(), None, "{config:?}, cycle {cycle}");
+            assert!(worker.is_empty(), "{config:?}, cycle {cycle}");
+        }
+    }
+}
+
+/// The owner shares and takes everything back itself, cycle after cycle:
+/// the retake must restore exactly the owner's items, in order, and the
+/// queue must never report itself full.
+#[test]
+fn fifo_sharing_and_taking_back_never_fills_up() {
+    for config in fifo_share_configs() {
+        let (worker, stealer) = fifo::new::<u32>(config);
+        let cycles = if cfg!(miri) { 3 } else { 20 } * config.capacity() as u32;
+        for cycle in 0..cycles {
+            let items = [3 * cycle, 3 * cycle + 1, 3 * cycle + 2];
+            for item in items {
+                assert_eq!(
+                    worker.push(item),
+                    Ok(()),
+                    "{config:?}: refused in cycle {cycle}"
+                );
+            }
+            assert_eq!(worker.pop(), Some(items[0]), "{config:?}, cycle {cycle}");
+            worker.share();
+            assert_eq!(worker.private_len(), 0);
+            assert_eq!(worker.len(), 2);
+            assert_eq!(worker.pop(), Some(items[1]), "{config:?}, cycle {cycle}");
+            assert!(!worker.is_shared());
+            assert_eq!(worker.pop(), Some(items[2]), "{config:?}, cycle {cycle}");
+            assert_eq!(worker.pop(), None, "{config:?}, cycle {cycle}");
+            assert!(stealer.steal().is_empty());
+        }
+    }
+}
+
+/// The producer wraps around into the consumer block while it is shared:
+/// it may reuse the block only once thieves took every shared item, and
+/// then the consumer must not retake the block's new round.
+#[test]
+fn fifo_producer_reuses_a_shared_consumer_block_only_when_drained() {
+    for first_round in [0, (1 << 40) - 2, (1 << 40) - 1] {
+        let config = Config::new(2, 2).unwrap().with_first_round(first_round);
+        let (worker, stealer) = fifo::new::<u32>(config);
+        for item in 0..4 {
+            worker.push(item).unwrap(); // [0 1] [2 3]
+        }
+        assert_eq!(worker.pop(), Some(0));
+        assert!(worker.share()); // 1 goes back to thieves
+        // Block 0 still holds 1: the producer may not reuse it.
+        assert_eq!(worker.push(4), Err(4));
+        assert!(worker.is_shared(), "a refused push changes nothing");
+        assert_eq!(stealer.steal_sampled(0).success(), Some(1));
+        // Now every entry of block 0 is accounted for.
+        assert_eq!(worker.push(4), Ok(()));
+        assert_eq!(worker.push(5), Ok(()));
+        assert!(
+            !worker.is_shared(),
+            "the reset block is no longer the consumer's"
+        );
+        assert_eq!(worker.len(), 4);
+        for item in 2..6 {
+            assert_eq!(worker.pop(), Some(item), "first round {first_round}");
+        }
         assert_eq!(worker.pop(), None);
         assert!(stealer.steal().is_empty());
     }

@@ -1,7 +1,8 @@
-//! Real threads: one owner mixing pushes and pops against several thieves
-//! mixing single, sampled and batch steals, on small geometries (constant
-//! block moves and wrap-arounds, frequent full queue) and the default one.
-//! Every value must come out exactly once.
+//! Real threads: one owner mixing pushes and pops (and, FIFO, shares of its
+//! consumer block) against several thieves mixing single, sampled and
+//! batch steals, on small geometries (constant block moves and
+//! wrap-arounds, frequent full queue) and the default one. Every value must
+//! come out exactly once.
 //!
 //! `BWOS_STRESS_ITEMS` overrides the number of values per run.
 
@@ -46,17 +47,25 @@ fn assert_exactly_once(n: u32, outputs: Vec<Vec<u32>>) {
 }
 
 macro_rules! stress_tests {
-    ($variant:ident) => {
+    ($variant:ident $(, sharing: $tiny:ident, $small:ident)?) => {
         mod $variant {
             use super::*;
             use bwos_queue::$variant;
 
             fn run(config: Config) {
                 let test = format!("{}::stress {config:?}", stringify!($variant));
-                bwos_testkit::watchdog(&test, || run_unwatched(config));
+                bwos_testkit::watchdog(&test, || run_unwatched(config, false));
             }
 
-            fn run_unwatched(config: Config) {
+            /// `run` with the owner calling `Worker::share` before about
+            /// one operation in eight (only some flavours' tests do).
+            #[allow(dead_code)]
+            fn run_sharing(config: Config) {
+                let test = format!("{}::stress sharing {config:?}", stringify!($variant));
+                bwos_testkit::watchdog(&test, || run_unwatched(config, true));
+            }
+
+            fn run_unwatched(config: Config, share_now: bool) {
                 let n = items();
                 let (worker, stealer) = $variant::new::<u32>(config);
                 let done = Arc::new(AtomicBool::new(false));
@@ -96,8 +105,15 @@ macro_rules! stress_tests {
                 let mut out = Vec::new();
                 let mut next = 0;
                 let mut refused = 0u64;
+                let mut shares = 0u64;
                 while next < n {
-                    if rng.next() % 8 < 5 {
+                    let choice = rng.next();
+                    // As a runtime does before polling a task while other
+                    // workers are idle.
+                    if share_now && choice % 64 < 8 && worker.share() {
+                        shares += 1;
+                    }
+                    if choice % 8 < 5 {
                         match worker.push(next) {
                             Ok(()) => next += 1,
                             Err(back) => {
@@ -130,7 +146,7 @@ macro_rules! stress_tests {
                 let popped = out.len();
                 let stolen: usize = outputs.iter().map(Vec::len).sum();
                 eprintln!(
-                    "{}: {n} values through {config:?}: {stolen} stolen, {} popped, {refused} full-queue refusals",
+                    "{}: {n} values through {config:?}: {stolen} stolen, {} popped, {refused} full-queue refusals, {shares} shares",
                     stringify!($variant),
                     popped,
                 );
@@ -143,6 +159,9 @@ macro_rules! stress_tests {
                     if config.capacity() <= 4 {
                         assert!(refused > 0, "a {config:?} queue never refused a push: the full-queue path did not run");
                     }
+                }
+                if share_now {
+                    assert!(shares > 0, "the owner never shared anything");
                 }
             }
 
@@ -160,9 +179,26 @@ macro_rules! stress_tests {
             fn default_geometry() {
                 run(Config::default());
             }
+
+            $(
+            /// The owner shares its consumer block at random (and takes it
+            /// back with its next pop) while thieves steal from it, across
+            /// constant block moves and reuses.
+            #[test]
+            fn $tiny() {
+                run_sharing(Config::new(2, 2).unwrap());
+            }
+
+            /// As above, with blocks big enough that thieves and the
+            /// owner's pops meet inside the shared block.
+            #[test]
+            fn $small() {
+                run_sharing(Config::new(4, 8).unwrap());
+            }
+            )?
         }
     };
 }
 
 stress_tests!(lifo);
-stress_tests!(fifo);
+stress_tests!(fifo, sharing: tiny_blocks_sharing, small_blocks_sharing);
