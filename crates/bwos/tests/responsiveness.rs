@@ -123,3 +123,102 @@ fn a_timer_fires_while_a_computation_occupies_every_worker() {
         }
     });
 }
+
+/// Waits (blocking the thread) until `done` or 10 s; returns `done()`.
+/// The bound makes a regression fail with a message instead of hanging.
+fn wait_until(done: impl Fn() -> bool) -> bool {
+    let end = Instant::now() + Duration::from_secs(10);
+    while !done() && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    done()
+}
+
+/// A task spawns 20 short tasks and then blocks its worker (user code
+/// misbehaving): the other, idle, worker runs all 20 during the block.
+/// They sit in the blocked worker's consumer block, which thieves never
+/// entered before: the worker now shares it when it pushes while another
+/// worker is idle. (tokio runs 19 of the 20 here: its LIFO slot holds one.)
+#[test]
+fn tasks_spawned_before_a_block_run_on_the_idle_worker() {
+    watchdog("blocked_parent", || {
+        let pool = pool(2);
+        for round in 0..20 {
+            let ran = Arc::new(AtomicUsize::new(0));
+            let all_ran = pool.block_on(pool.spawn_task({
+                let ran = ran.clone();
+                async move {
+                    // Resumed after a wake-up, this task was popped from its
+                    // worker's queue: the worker's consumer sits in the
+                    // block its producer fills, where the 20 go.
+                    bwos::task::spawn(async {}).await.unwrap();
+                    for _ in 0..20 {
+                        let ran = ran.clone();
+                        bwos::task::spawn(async move {
+                            ran.fetch_add(1, Ordering::SeqCst);
+                        });
+                    }
+                    // Blocks this worker until the other ran them all.
+                    wait_until(|| ran.load(Ordering::SeqCst) == 20);
+                    ran.load(Ordering::SeqCst)
+                }
+            }));
+            let during = all_ran.unwrap();
+            assert_eq!(
+                during, 20,
+                "round {round}: {during} of 20 tasks ran while their parent blocked"
+            );
+        }
+    });
+}
+
+/// The other worker is busy when a task's poll starts (so nothing is
+/// shared then) and becomes idle during it; the tasks this poll queues
+/// afterwards are shared as they are pushed, and the idle worker runs them
+/// while the poll blocks.
+#[test]
+fn tasks_pushed_after_another_worker_went_idle_run_there() {
+    watchdog("pushed_after_idle", || {
+        let pool = pool(2);
+        for round in 0..10 {
+            let other_started = Arc::new(AtomicBool::new(false));
+            let other_done = Arc::new(AtomicBool::new(false));
+            // Occupies one worker for 30 ms.
+            let other = pool.spawn_task({
+                let (started, done) = (other_started.clone(), other_done.clone());
+                async move {
+                    started.store(true, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(30));
+                    done.store(true, Ordering::SeqCst);
+                }
+            });
+            assert!(wait_until(|| other_started.load(Ordering::SeqCst)));
+            let ran = Arc::new(AtomicUsize::new(0));
+            let parent = pool.spawn_task({
+                let (ran, other_done) = (ran.clone(), other_done.clone());
+                async move {
+                    // As above: the worker's consumer sits in the block its
+                    // producer fills.
+                    bwos::task::spawn(async {}).await.unwrap();
+                    // This poll started while the other worker was busy.
+                    wait_until(|| other_done.load(Ordering::SeqCst));
+                    std::thread::sleep(Duration::from_millis(5));
+                    for _ in 0..20 {
+                        let ran = ran.clone();
+                        bwos::task::spawn(async move {
+                            ran.fetch_add(1, Ordering::SeqCst);
+                        });
+                    }
+                    wait_until(|| ran.load(Ordering::SeqCst) == 20);
+                    ran.load(Ordering::SeqCst)
+                }
+            });
+            let during = pool.block_on(parent).unwrap();
+            pool.block_on(other).unwrap();
+            assert_eq!(
+                during, 20,
+                "round {round}: {during} of 20 tasks ran while their parent blocked"
+            );
+        }
+    });
+}

@@ -20,6 +20,28 @@
 //! until it arrives would leave one job per block, and each block costs
 //! the owner a takeover and cache misses on the words thieves read.
 //!
+//! # Tasks are never stranded
+//! The task queue is a FIFO BWoS queue, whose owner pops from a block
+//! thieves never enter (its consumer block): up to a block of tasks, and
+//! every task pushed while the consumer sits in the producer's block, are
+//! the owner's alone. While the owner polls a task that blocks or runs
+//! long, those would wait for the poll. So before each job or task poll,
+//! and at each task push, the worker reads the idle hint (one load): if
+//! some worker searches or sleeps, it gives the rest of its consumer block
+//! back to thieves (`fifo::Worker::share`) and wakes a sleeper if nobody
+//! searches. Every task queued on a worker that polls is then stealable
+//! while any other worker is idle; the owner's next pop takes the block
+//! back (two read-modify-writes, only after a share). A batch of tasks
+//! stolen into the consumer block is shared at once, idle workers or not:
+//! the victim typically becomes idle right after the thief started the
+//! first of them. While every worker is busy nothing else is shared and
+//! the fast paths stay free of read-modify-writes, which leaves one
+//! window: tasks queued on a worker (not by a steal) that started a long
+//! poll while no other worker was idle become stealable at its next push,
+//! or its next poll, once a worker is idle. A task that knows it blocks
+//! should say so with `task::block_in_place`, which moves the whole worker
+//! to another thread.
+//!
 //! # Backing off
 //! While a worker is hungry and the jobs offered last are still queued, an
 //! offer cannot share, and every `join` would find that out again: reading
@@ -206,6 +228,7 @@ impl WorkerThread {
         };
         match job {
             Some(job) => {
+                self.share_tasks_if_idle();
                 // SAFETY: as in `run_until`: a job taken out of the pool's
                 // queues is executed once, by its taker.
                 unsafe { job.execute() };
@@ -442,6 +465,7 @@ impl WorkerThread {
             .take_local_task()
             .or_else(|| self.take_injected_tasks())
         {
+            self.share_tasks_if_idle();
             // SAFETY: as in `run_until`: a task taken out of the pool's
             // queues is run once, by its taker.
             unsafe { task.into_job_ref().execute() };
@@ -466,14 +490,48 @@ impl WorkerThread {
             self.registry.inject_task(task);
             return;
         }
-        // The real hint even without lazy queueing: the owner has nothing
-        // to share, only sleepers to wake. A task pushed outside the
-        // owner's consumer block is stealable at once; one pushed into it
-        // (the consumer has caught up with the producer's block) is not:
-        // thieves never enter the consumer's block (bwos-queue's FIFO
-        // protocol), so it waits for this worker's next pop however long
-        // the running task takes (docs/usage.md, `spawn_blocking`).
+        // The real hint even without lazy queueing. A task pushed outside
+        // the owner's consumer block is stealable at once; one pushed into
+        // it (the consumer has caught up with the producer's block) is
+        // not until the block is shared (see "Tasks are never stranded").
         if self.real_idle_hint().anyone_idle() {
+            self.tasks.share();
+            self.registry.notify_new_work();
+        }
+    }
+
+    /// Before running a job or a task: if some worker is idle, opens the
+    /// tasks queued privately on this worker to thieves and makes sure a
+    /// worker is awake to take them, so none waits for the coming poll
+    /// (see "Tasks are never stranded" in the module docs). One load and
+    /// a branch while nobody is idle.
+    #[inline(always)]
+    fn share_tasks_if_idle(&self) {
+        if self.real_idle_hint().anyone_idle() {
+            self.share_tasks();
+        }
+    }
+
+    /// Shares the tasks a steal just put in this worker's consumer block,
+    /// whether or not a worker is idle now: the victim (or another worker)
+    /// may become idle while this worker runs the first stolen task, and
+    /// nothing else would share them before that poll ends. A steal is
+    /// rare and costly already; the share adds a read-modify-write, and
+    /// the next pop one more to take the block back.
+    #[cold]
+    #[inline(never)]
+    fn share_stolen_tasks(&self) {
+        self.tasks.share();
+        if self.real_idle_hint().anyone_idle() {
+            self.registry.notify_new_work();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn share_tasks(&self) {
+        let queued = self.tasks.private_len() > 0;
+        if self.tasks.share() && queued {
             self.registry.notify_new_work();
         }
     }
@@ -520,7 +578,8 @@ impl WorkerThread {
     }
 
     /// Moves up to [`INJECTOR_BATCH`] injected tasks to this worker's queue
-    /// (stealable unless they land in its consumer block: see `push_task`).
+    /// (stealable at once unless they land in its consumer block, which is
+    /// shared before the next poll if some worker is idle).
     pub(crate) fn move_injected_tasks(&self) {
         for _ in 0..INJECTOR_BATCH {
             let Some(task) = self.registry.tasks.take_injected() else {
@@ -576,6 +635,11 @@ impl WorkerThread {
         if let Some(job) = stolen {
             if let Some(idle) = idle {
                 idle.stole(self.idle_worker());
+            }
+            if self.tasks.private_len() > 0 {
+                // A batch of stolen tasks landed in this worker's consumer
+                // block: share it at once (see "Tasks are never stranded").
+                self.share_stolen_tasks();
             }
             return Some(job);
         }
@@ -639,6 +703,7 @@ impl WorkerThread {
             match self.find_work(Some(&mut idle)) {
                 Some(job) => {
                     idle.work_found(self.idle_worker());
+                    self.share_tasks_if_idle();
                     self.beat();
                     // SAFETY: every `JobRef` in the pool's queues and
                     // injector is executed exactly once, by whoever takes
