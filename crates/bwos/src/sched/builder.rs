@@ -38,6 +38,19 @@ pub const MAX_THREADS: usize = 1 << 16;
 /// assert_eq!(pool.install(|| bwos::join(|| 1, || 2)), (1, 2));
 /// # Ok::<(), bwos::ThreadPoolBuildError>(())
 /// ```
+///
+/// # Tasks next to long polls and parallel computations
+/// Not options, but what every pool does (see `docs/usage.md`): a worker
+/// running fork/join jobs (a `join`, `scope` or parallel iterator, inside
+/// a task or not) polls the sockets, fires due timers and runs ready tasks
+/// every 100 µs of such work, on top of the job's frame, for at most
+/// 50 µs at a time: a light task waits about one such slice while a
+/// computation occupies every worker, and the computation gives up about
+/// 1% when nothing is ready. Before each poll, a worker that sees an idle
+/// worker lets it take the tasks queued behind that poll; the timers'
+/// watch passes to a sleeping worker whenever its holder wakes; and
+/// [`task::block_in_place`](crate::task::block_in_place) moves a worker
+/// to another thread while a call blocks.
 #[derive(Default)]
 pub struct ThreadPoolBuilder {
     pub(super) num_threads: usize,

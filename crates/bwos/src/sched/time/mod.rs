@@ -43,7 +43,7 @@
 //!   [`TASK_SLICE`](super::queues::TASK_SLICE) of them. A poll that runs
 //!   long without either (a task that blocks) does not look: the timers
 //!   then rely on a sleeping worker, which is why the watch is never left
-//!   vacant while one sleeps (below).
+//!   vacant while one sleeps (above).
 //!
 //! A `Sleep` that is polled after its deadline is ready whether or not a
 //! worker fired its timer yet, so a late worker delays a wake-up, never a
