@@ -328,20 +328,35 @@ impl Goal {
         }
     }
 
+    /// The bound bwos's median must reach, given the peers' medians (the
+    /// best of them counts); `None` without peers where it needs them.
+    fn bound(self, peers: &[f64]) -> Option<f64> {
+        let lowest = peers.iter().copied().reduce(f64::min);
+        let highest = peers.iter().copied().reduce(f64::max);
+        match self {
+            Goal::Floor(x) | Goal::Ceiling(x) => Some(x),
+            Goal::CeilingAbovePeer(x) => Some(lowest? + x),
+            Goal::CeilingTimesPeer(x) => Some(lowest? * x),
+            Goal::FloorTimesPeer(x) => Some(highest? * x),
+        }
+    }
+
+    /// Whether bwos's median must be at least the bound (else at most).
+    fn is_floor(self) -> bool {
+        matches!(self, Goal::Floor(_) | Goal::FloorTimesPeer(_))
+    }
+
     /// Whether `bwos` meets it with the peers' medians `peers`; `None`
     /// when a median is missing.
     fn met(self, bwos: f64, peers: &[f64]) -> Option<bool> {
-        let lowest = peers.iter().copied().reduce(f64::min);
-        let highest = peers.iter().copied().reduce(f64::max);
-        if bwos.is_nan() {
+        let bound = self.bound(peers)?;
+        if bwos.is_nan() || bound.is_nan() {
             return None;
         }
-        Some(match self {
-            Goal::Floor(x) => bwos >= x,
-            Goal::Ceiling(x) => bwos <= x,
-            Goal::CeilingAbovePeer(x) => bwos <= lowest? + x,
-            Goal::CeilingTimesPeer(x) => bwos <= lowest? * x,
-            Goal::FloorTimesPeer(x) => bwos >= highest? * x,
+        Some(if self.is_floor() {
+            bwos >= bound
+        } else {
+            bwos <= bound
         })
     }
 }
@@ -589,7 +604,16 @@ pub fn tables(experiment: &Experiment) -> String {
                     Some(false) => "NOT MET",
                     None => "-",
                 };
-                (goal.describe(peer, metric.unit), met)
+                let mut text = goal.describe(peer, metric.unit);
+                // Relative goals: the bound they come to in this run.
+                if let (
+                    Goal::CeilingAbovePeer(_) | Goal::CeilingTimesPeer(_) | Goal::FloorTimesPeer(_),
+                    Some(bound),
+                ) = (goal, goal.bound(&peer_medians))
+                {
+                    let _ = write!(text, " = {bound:.digits$}");
+                }
+                (text, met)
             }
             None => ("-".into(), ""),
         };
@@ -664,4 +688,114 @@ pub fn plots(experiment: &Experiment, dir: &Path) -> std::io::Result<Vec<String>
         }
     }
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn goals_compare_with_the_best_peer() {
+        assert_eq!(Goal::Floor(20.0).met(20.0, &[]), Some(true));
+        assert_eq!(Goal::Floor(20.0).met(19.0, &[]), Some(false));
+        assert_eq!(Goal::Ceiling(0.2).met(0.3, &[]), Some(false));
+        // The best peer: the lowest for ceilings, the highest for floors.
+        assert_eq!(
+            Goal::CeilingTimesPeer(1.0).met(2.0, &[3.0, 1.5]),
+            Some(false)
+        );
+        assert_eq!(
+            Goal::CeilingAbovePeer(0.5).met(1.9, &[3.0, 1.5]),
+            Some(true)
+        );
+        assert_eq!(
+            Goal::FloorTimesPeer(0.95).met(95.0, &[100.0, 50.0]),
+            Some(true)
+        );
+        assert_eq!(
+            Goal::FloorTimesPeer(0.95).met(94.0, &[100.0, 50.0]),
+            Some(false)
+        );
+        assert_eq!(Goal::FloorTimesPeer(0.9).met(45.0, &[]), None);
+        assert_eq!(Goal::Ceiling(0.2).met(f64::NAN, &[]), None);
+    }
+
+    fn sample(
+        workload: Workload,
+        runtime: &'static str,
+        repetition: u32,
+        metrics: Metrics,
+    ) -> Sample {
+        Sample {
+            workload: workload.name(),
+            runtime,
+            repetition,
+            metrics: metrics.into_iter().collect(),
+        }
+    }
+
+    #[test]
+    fn the_table_has_medians_ratios_and_goals() {
+        let settings = Settings {
+            repetitions: 2,
+            workloads: vec![Workload::BlockedParent, Workload::MixedServer],
+            burst_rounds: 1,
+            hot_socket_window_ms: 1,
+            mixed_warmup_ms: 1,
+            mixed_window_ms: 1,
+            light_rate: 1,
+            heavy_connections: 1,
+            heavy_rounds: 1,
+            heavy_serial_ms: 1.0,
+        };
+        let mut samples = Vec::new();
+        for repetition in 0..2 {
+            let blocked = Workload::BlockedParent;
+            samples.push(sample(
+                blocked,
+                BWOS,
+                repetition,
+                vec![("ran_during_block", 0.0)],
+            ));
+            samples.push(sample(
+                blocked,
+                TOKIO,
+                repetition,
+                vec![("ran_during_block", 19.0)],
+            ));
+            let mixed = Workload::MixedServer;
+            for (runtime, heavy) in [(BWOS, 96.0), (TOKIO, 100.0), (TOKIO_RAYON, 80.0)] {
+                samples.push(sample(
+                    mixed,
+                    runtime,
+                    repetition,
+                    vec![("heavy_per_s", heavy), ("errors", 1.0)],
+                ));
+            }
+        }
+        let table = tables(&Experiment { settings, samples });
+        assert!(
+            table.contains("| blocked-parent | tasks of 20 run during the block (tasks) | 0 [0-0] | 19 [19-19] | - | 0.00 [0.00-0.00] | - | >= 20 tasks | NOT MET |"),
+            "{table}"
+        );
+        assert!(
+            table.contains("| 96.0 [96.0-96.0] | 100.0 [100.0-100.0] | 80.0 [80.0-80.0] | 0.96 [0.96-0.96] | 1.20 [1.20-1.20] | >= 0.95x best tokio = 95.0 | met |"),
+            "{table}"
+        );
+        // Errors are summed over repetitions.
+        assert!(
+            table.contains("(sum over repetitions) | 2 | 2 | 2 |"),
+            "{table}"
+        );
+        // Workloads not run have no rows.
+        assert!(!table.contains("| bursts |"), "{table}");
+    }
+
+    #[test]
+    fn percentiles_take_the_nearest_rank() {
+        let mut values: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&mut values, 0.50), 50.0);
+        assert_eq!(percentile(&mut values, 0.99), 99.0);
+        assert!(percentile(&mut [], 0.5).is_nan());
+    }
 }
