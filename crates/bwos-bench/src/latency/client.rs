@@ -41,6 +41,9 @@ use crate::http::stat_cpu_ticks;
 
 /// Light connections at most; then a light request waits for one.
 pub const MAX_LIGHT_CONNECTIONS: usize = 256;
+/// How long after the load the last answers may take; requests still
+/// unanswered then count as failed (and are dropped).
+const DRAIN_LIMIT: Duration = Duration::from_secs(10);
 /// Light connections opened before the load starts.
 const PREOPENED: usize = 16;
 
@@ -185,8 +188,13 @@ async fn drive(address: SocketAddr, plan: LoadPlan) -> std::io::Result<LoadRepor
             Rc::clone(&returned),
         )));
     }
+    // A server that stopped answering must not hang the benchmark: what
+    // is unanswered after the grace period counts as failed.
+    let give_up = tokio::time::Instant::from(deadline + DRAIN_LIMIT);
     for task in light.into_iter().chain(heavy) {
-        let _ = task.await;
+        if tokio::time::timeout_at(give_up, task).await.is_err() {
+            state.borrow_mut().report.errors += 1;
+        }
     }
     let server_cpu = cpu.await.map_err(std::io::Error::other)??;
     // Closing the idle connections ends their server tasks.

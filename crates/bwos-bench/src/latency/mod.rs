@@ -183,6 +183,8 @@ pub struct Settings {
 #[derive(Debug, Clone, Serialize)]
 pub struct Sample {
     pub workload: &'static str,
+    /// bwos, tokio or tokio+rayon; in the mixed server, tokio computes in
+    /// `spawn_blocking`.
     pub runtime: &'static str,
     pub repetition: u32,
     /// Metric key (see the table) to value.

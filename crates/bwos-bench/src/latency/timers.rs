@@ -54,9 +54,13 @@ pub fn run<R: LatencyRuntime>() -> std::io::Result<Metrics> {
         std::thread::sleep(BLOCK);
         let _ = report.send((start, Instant::now()));
     });
-    let (start, end) = window
-        .recv()
-        .map_err(|_| std::io::Error::other("timers: the blocking task vanished"))?;
+    let (start, end) = window.recv_timeout(BLOCK * 20).map_err(|_| {
+        std::io::Error::other(format!(
+            "timers: {}'s injected task did not run to its end in {:?}",
+            R::NAME,
+            BLOCK * 20
+        ))
+    })?;
     // The ticks right after the block belong to the longest gap.
     std::thread::sleep(PERIOD * 3);
     drop(rt);
