@@ -8,6 +8,7 @@ mod forkjoin;
 mod header;
 mod headline;
 mod http;
+mod latency;
 mod options;
 mod queue;
 mod queues;
@@ -52,6 +53,11 @@ enum Command {
     /// (wrk, or the built-in client) at 50, 200 and 1000 connections:
     /// requests/s, p50/p99, CPU per request.
     Http(http::HttpArgs),
+    /// What blocking tasks, bursts of spawns, always-ready sockets and
+    /// CPU work in request handlers do to the other tasks' latency, on
+    /// bwos, tokio and tokio with rayon: five workloads in one process,
+    /// with the goals of issue 47 met or not.
+    Latency(latency::LatencyArgs),
     /// One HTTP server (started by `http`; not for direct use).
     #[command(hide = true)]
     HttpServer(http::ServerArgs),
@@ -84,9 +90,10 @@ enum Command {
     Soak(soak::SoakArgs),
     /// Every experiment, one report: `queue`, the `forkjoin` suite (small
     /// inputs; `--full` for the paper's), a short `async`, a short `http`,
-    /// a short `corun`, `rayon`, then a short `worklist` (JSON of the
-    /// others next to the first's, as `forkjoin.json`, `async.json`,
-    /// `http.json`, `corun.json`, `rayon.json` and `worklist.json`).
+    /// a short `latency`, a short `corun`, `rayon`, then a short
+    /// `worklist` (JSON of the others next to the first's, as
+    /// `forkjoin.json`, `async.json`, `http.json`, `latency.json`,
+    /// `corun.json`, `rayon.json` and `worklist.json`).
     Report(ReportArgs),
     /// The README's headline table: bwos against crossbeam-deque (queue),
     /// rayon and chili (fork/join), tokio and smol (async tasks, HTTP),
@@ -110,8 +117,8 @@ enum Command {
 #[derive(Debug, clap::Args)]
 #[command(
     mut_arg("quick", |a| a.help("A smoke run of every experiment (each one's --quick)")),
-    mut_arg("repetitions", |a| a.help("Repetitions of the queue experiment [default: 5] and, up to 3, of the fork/join suite and rayon [default: 3]; the others run a fixed number (async 3, http 1, corun 1, worklist 3)")),
-    mut_arg("json", |a| a.help("Write every sample as JSON: the queue experiment's to FILE, the others' next to it as forkjoin.json, async.json, http.json, corun.json, rayon.json and worklist.json")),
+    mut_arg("repetitions", |a| a.help("Repetitions of the queue experiment [default: 5] and, up to 3, of the fork/join suite and rayon [default: 3]; the others run a fixed number (async 3, http 1, latency 3, corun 1, worklist 3)")),
+    mut_arg("json", |a| a.help("Write every sample as JSON: the queue experiment's to FILE, the others' next to it as forkjoin.json, async.json, http.json, latency.json, corun.json, rayon.json and worklist.json")),
     mut_arg("plot", |a| a.help("Write the SVG plots of every experiment that draws them (all but async and rayon) into this directory")),
 )]
 struct ReportArgs {
@@ -157,6 +164,7 @@ fn main() -> ExitCode {
         Command::Corun(args) => run_corun(&header, args),
         Command::Async(args) => run_async(&header, args),
         Command::Http(args) => run_http(&header, args),
+        Command::Latency(args) => run_latency(&header, args),
         Command::Services(args) => run_services(&header, args),
         Command::Small(args) => run_small(&header, args),
         Command::Rayon(args) => run_rayon(&header, args),
@@ -217,6 +225,10 @@ fn run_report(header: &header::Header, args: &ReportArgs) -> std::io::Result<()>
     run_http(
         header,
         &http::HttpArgs::for_report(run.json_beside("http.json"), plot.clone()),
+    )?;
+    run_latency(
+        header,
+        &latency::LatencyArgs::for_report(run.json_beside("latency.json"), plot.clone()),
     )?;
     run_corun(
         header,
@@ -287,6 +299,18 @@ fn run_http(header: &header::Header, args: &http::HttpArgs) -> std::io::Result<(
         &experiment,
         args.plot.dir.as_deref(),
         |dir| http::svg::plot(&experiment, dir),
+    )
+}
+
+fn run_latency(header: &header::Header, args: &latency::LatencyArgs) -> std::io::Result<()> {
+    let experiment = latency::run(args)?;
+    print!("{}", latency::tables(&experiment));
+    report::write_outputs(
+        header,
+        args.run.json.as_deref(),
+        &experiment,
+        args.plot.dir.as_deref(),
+        |dir| latency::plots(&experiment, dir),
     )
 }
 
@@ -401,6 +425,8 @@ mod tests {
             "bwos-bench async --quick --json target/bench/async.json",
             "bwos-bench http --quick --json target/bench/http.json --plot target/bench",
             "bwos-bench http --quick --load-generator builtin",
+            "bwos-bench latency --quick --json target/bench/latency.json --plot target/bench",
+            "bwos-bench latency --workloads bursts,mixed-server --seconds 5 --light-rate 1000",
             "bwos-bench worklist --quick --json target/bench/worklist.json --plot target/bench",
             "bwos-bench report --plot target/report",
             "bwos-bench report --quick",
