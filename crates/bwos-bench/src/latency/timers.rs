@@ -9,6 +9,10 @@
 //! longest gap between ticks seen from the first tick to shortly after
 //! the block.
 //!
+//! Where the injected task lands decides the outcome on a runtime whose
+//! timers stall with the worker that would fire them: the range over
+//! repetitions shows both cases.
+//!
 //! Both intervals use `MissedTickBehavior::Skip`: a tick seen is a slot
 //! of the schedule in which the task actually ran. With the default
 //! (`Burst`) a timer stalled for most of the window would deliver its
