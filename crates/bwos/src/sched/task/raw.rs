@@ -38,6 +38,7 @@ use std::ptr::NonNull;
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
 use super::state::{EndPoll, StartPoll, State, Wake};
+use crate::sched::coop;
 use crate::sched::job::JobRef;
 
 /// How a task is queued when it is woken: the executor's side of a task.
@@ -301,6 +302,13 @@ where
                 let waker =
                     ManuallyDrop::new(unsafe { Waker::from_raw(raw_waker::<F, S>(header)) });
                 let mut cx = Context::from_waker(&waker);
+                // Each poll has a fresh cooperative budget, so that a
+                // task whose operations are always ready yields after
+                // `POLL_BUDGET` of them (`sched/coop.rs`). Set outside
+                // `catch_unwind`, which returns on a panic too: restoring
+                // the budget afterwards then needs no unwinding path (it
+                // cost 3 instructions more per poll inside).
+                let outer = coop::enter_poll();
                 let polled = panic::catch_unwind(AssertUnwindSafe(|| {
                     // SAFETY: `RUNNING`: this thread alone touches the
                     // stage.
@@ -315,6 +323,7 @@ where
                         _ => unreachable!("a running task's stage holds its future"),
                     }
                 }));
+                coop::leave_poll(outer);
                 match polled {
                     Ok(Poll::Pending) => match cell.header.state.end_poll() {
                         EndPoll::Idle { last } => {
@@ -707,15 +716,21 @@ impl<T> JoinHandle<T> {
 impl<T> Future for JoinHandle<T> {
     type Output = Result<T, JoinError>;
 
+    /// A ready handle spends a unit of the cooperative budget; with the
+    /// budget spent it returns `Pending` (and wakes the task) even if the
+    /// task has finished, so that a loop over finished handles lets the
+    /// worker's other tasks run.
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut out: Poll<Result<T, JoinError>> = Poll::Pending;
-        // SAFETY: the handle's reference keeps the task alive; `out` has
-        // the type the vtable's `poll_join` writes (`T` is the task's
-        // output type, fixed by `spawn`).
-        unsafe {
-            (self.header().vtable.poll_join)(self.header, (&raw mut out).cast(), cx.waker());
-        }
-        out
+        coop::poll_budgeted(cx, |cx| {
+            let mut out: Poll<Result<T, JoinError>> = Poll::Pending;
+            // SAFETY: the handle's reference keeps the task alive; `out`
+            // has the type the vtable's `poll_join` writes (`T` is the
+            // task's output type, fixed by `spawn`).
+            unsafe {
+                (self.header().vtable.poll_join)(self.header, (&raw mut out).cast(), cx.waker());
+            }
+            out
+        })
     }
 }
 
