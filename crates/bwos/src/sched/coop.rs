@@ -18,21 +18,37 @@
 //! its worker waits for stolen work inside another task's poll) has its
 //! own and the outer one continues where it stopped. Outside any poll (a
 //! plain thread, or a worker between tasks) the budget is unconstrained
-//! and operations never yield for it.
+//! and operations never yield for it. The same thread-local word holds
+//! when the task poll started, for the long-poll count ([`PollState`]).
 //!
 //! The front ends spend it through [`poll_budgeted`] (or
 //! [`poll_proceed`] and [`made_progress`] when the check and the spending
 //! sit apart); `crate::task::coop` exposes it to users as tokio does
 //! (`consume_budget`, `unconstrained`).
 //!
-//! Cost: a check and a spend are each an access to a `const`
-//! thread-local `Cell` (no lazy initialization, no destructor). Per task
-//! poll, saving, setting and restoring the budget is about 8
-//! instructions; `spawn_wake` (polls of a few hundred instructions, the
-//! worst case) runs 1.2% more instructions with the budget than without.
+//! # Cost
+//! A check and a spend are each an access to a `const` thread-local
+//! `Cell` (no lazy initialization, no destructor), a few instructions.
+//! Every task poll pays for saving, setting and restoring the word, and
+//! for the two clock reads that time it. Measured with callgrind on the
+//! `spawn_wake` example (10,000 tasks x 3 yields, 40,000 polls of about
+//! 870 instructions each, scheduler included: the worst case, as each
+//! instruction per poll is 0.12% of its total): 34.62 M instructions
+//! before, 35.06 M with the budget (+1.3%: about 8 instructions per
+//! poll, and 10 per awaited `JoinHandle`), 35.73 M with the long-poll
+//! timing too (+3.2% in all; the clock reads and the compare are about 11
+//! instructions, the registers they take from the poll's own code the
+//! rest). Layouts measured and dropped: a guard restoring the budget
+//! inside `catch_unwind` (+3 per poll), a second thread-local for the
+//! start (+23 per poll in all, as it takes a register of its own), the
+//! start shifted above the budget byte (+3), the bookkeeping around the
+//! whole entry in `Notified::run` (+1.4 M in all: it undoes the tail call
+//! of the job into the task).
 
 use std::cell::Cell;
 use std::task::{Context, Poll};
+
+use super::clock;
 
 /// The units a poll starts with: tokio's number, large enough that a busy
 /// task pays for a yield once per 128 operations, small enough that the
@@ -68,29 +84,62 @@ impl Budget {
 // A fresh budget fits the byte.
 const _: () = assert!(POLL_BUDGET < u8::MAX);
 
-thread_local! {
-    /// The budget of the poll running on this thread. `const` and without
-    /// a destructor: an access is a plain load or store at a fixed offset
-    /// of the thread's block, never a lazy initialization.
-    static CURRENT: Cell<Budget> = const { Cell::new(Budget::UNCONSTRAINED) };
+/// The poll running on this thread: the poll clock's ticks when it
+/// started (`sched/clock.rs`), for `PoolStats::long_polls`, with its
+/// [`Budget`] in place of the low byte (256 ticks, some 100 ns, do not
+/// matter to a threshold of a millisecond or more). One word, so that
+/// saving and restoring it around a nested poll keeps both in one
+/// register (the module docs say what it costs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PollState(u64);
+
+impl PollState {
+    /// Outside any poll: no budget limit, no start.
+    const OUTSIDE: PollState = PollState(Budget::UNCONSTRAINED.0 as u64);
+
+    #[inline]
+    fn budget(self) -> Budget {
+        Budget(self.0 as u8)
+    }
+
+    #[inline]
+    fn with_budget(self, budget: Budget) -> PollState {
+        PollState((self.0 & !0xff) | u64::from(budget.0))
+    }
 }
 
-/// Starts a task poll: a fresh budget. Returns the budget it replaces,
-/// which [`leave_poll`] puts back (a poll may run nested in another's,
-/// while that one's worker waits for stolen work).
+thread_local! {
+    /// The poll running on this thread. `const` and without a destructor:
+    /// an access is a plain load or store at a fixed offset of the
+    /// thread's block, never a lazy initialization.
+    static CURRENT: Cell<PollState> = const { Cell::new(PollState::OUTSIDE) };
+}
+
+/// Starts a task poll: a fresh budget, and the clock read. Returns the
+/// state it replaces, which [`leave_poll`] puts back (a poll may run
+/// nested in another's, while that one's worker waits for stolen work).
 ///
 /// The task cell's poll uses this pair rather than [`budget`]: its poll
 /// runs inside `catch_unwind`, so the pair around it needs no unwinding
-/// path, which measured 3 instructions per poll less than a guard
-/// (`spawn_wake`, callgrind).
+/// path, which measured 3 instructions per poll less than a guard.
 #[inline]
-pub(crate) fn enter_poll() -> Budget {
-    CURRENT.with(|current| current.replace(Budget::INITIAL))
+pub(crate) fn enter_poll() -> PollState {
+    let fresh = PollState((clock::ticks() & !0xff) | u64::from(Budget::INITIAL.0));
+    CURRENT.with(|current| current.replace(fresh))
+}
+
+/// The ticks since the current task poll's [`enter_poll`] (give or take
+/// the 256 its budget's byte hides). A thread moved to a core whose
+/// counter is a little behind may see a "negative" difference: near
+/// `u64::MAX`.
+#[inline]
+pub(crate) fn poll_ticks() -> u64 {
+    clock::ticks().wrapping_sub(CURRENT.with(Cell::get).0)
 }
 
 /// Ends a task poll begun by [`enter_poll`], which returned `outer`.
 #[inline]
-pub(crate) fn leave_poll(outer: Budget) {
+pub(crate) fn leave_poll(outer: PollState) {
     CURRENT.with(|current| current.set(outer));
 }
 
@@ -111,8 +160,8 @@ pub(crate) fn with_unconstrained<R>(f: impl FnOnce() -> R) -> R {
 
 #[inline]
 fn with_budget<R>(budget: Budget, f: impl FnOnce() -> R) -> R {
-    /// Puts the previous budget back, on return or unwind.
-    struct Restore(Budget);
+    /// Puts the previous state back, on return or unwind.
+    struct Restore(PollState);
 
     impl Drop for Restore {
         #[inline]
@@ -121,7 +170,11 @@ fn with_budget<R>(budget: Budget, f: impl FnOnce() -> R) -> R {
         }
     }
 
-    let _restore = Restore(CURRENT.with(|current| current.replace(budget)));
+    let _restore = Restore(CURRENT.with(|current| {
+        let previous = current.get();
+        current.set(previous.with_budget(budget));
+        previous
+    }));
     f()
 }
 
@@ -132,7 +185,7 @@ fn with_budget<R>(budget: Budget, f: impl FnOnce() -> R) -> R {
 /// completed.
 #[inline]
 pub(crate) fn poll_proceed(cx: &Context<'_>) -> Poll<()> {
-    if CURRENT.with(Cell::get).is_spent() {
+    if CURRENT.with(Cell::get).budget().is_spent() {
         cx.waker().wake_by_ref();
         Poll::Pending
     } else {
@@ -144,14 +197,17 @@ pub(crate) fn poll_proceed(cx: &Context<'_>) -> Poll<()> {
 /// completed.
 #[inline]
 pub(crate) fn made_progress() {
-    CURRENT.with(|current| current.set(current.get().spend()));
+    CURRENT.with(|current| {
+        let state = current.get();
+        current.set(state.with_budget(state.budget().spend()));
+    });
 }
 
 /// Whether the current budget has a unit left (an unconstrained one
 /// always has).
 #[inline]
 pub(crate) fn has_budget_remaining() -> bool {
-    !CURRENT.with(Cell::get).is_spent()
+    !CURRENT.with(Cell::get).budget().is_spent()
 }
 
 /// Polls a ready operation under the budget: `Pending` (with `cx` woken)
@@ -192,6 +248,10 @@ mod tests {
         }
     }
 
+    fn current_budget() -> Budget {
+        CURRENT.with(Cell::get).budget()
+    }
+
     fn ready_op(cx: &mut Context<'_>) -> Poll<()> {
         poll_budgeted(cx, |_| Poll::Ready(()))
     }
@@ -229,7 +289,7 @@ mod tests {
             for _ in 0..1000 {
                 assert!(poll_budgeted(&mut cx, |_| Poll::<()>::Pending).is_pending());
             }
-            assert_eq!(CURRENT.with(Cell::get), Budget::INITIAL);
+            assert_eq!(current_budget(), Budget::INITIAL);
         });
     }
 
@@ -252,7 +312,7 @@ mod tests {
                     assert!(ready_op(&mut cx).is_ready());
                 }
             });
-            assert_eq!(CURRENT.with(Cell::get), Budget(POLL_BUDGET));
+            assert_eq!(current_budget(), Budget(POLL_BUDGET));
             // A task poll nested in this one, as the task cell runs it.
             let outer = enter_poll();
             for _ in 0..POLL_BUDGET {
@@ -260,9 +320,9 @@ mod tests {
             }
             assert!(!has_budget_remaining());
             leave_poll(outer);
-            assert_eq!(CURRENT.with(Cell::get), Budget(POLL_BUDGET));
+            assert_eq!(current_budget(), Budget(POLL_BUDGET));
         });
-        assert_eq!(CURRENT.with(Cell::get), Budget::UNCONSTRAINED);
+        assert_eq!(current_budget(), Budget::UNCONSTRAINED);
     }
 
     // Mutation caught: `with_budget` restoring after `f` returns instead of
@@ -271,6 +331,6 @@ mod tests {
     fn a_panicking_poll_restores_the_budget() {
         let caught = std::panic::catch_unwind(|| budget(|| panic!("in the poll")));
         assert!(caught.is_err());
-        assert_eq!(CURRENT.with(Cell::get), Budget::UNCONSTRAINED);
+        assert_eq!(current_budget(), Budget::UNCONSTRAINED);
     }
 }

@@ -54,6 +54,8 @@ pub(crate) struct RegistryOptions {
     /// The blocking pool's bounds (see `blocking.rs`).
     pub(crate) max_blocking_threads: usize,
     pub(crate) blocking_keep_alive: Duration,
+    /// A task poll longer than this counts in `PoolStats::long_polls`.
+    pub(crate) long_poll_threshold: Duration,
 }
 
 pub(crate) struct Registry {
@@ -145,6 +147,11 @@ impl Registry {
 
     pub(crate) fn stealers(&self) -> &[lifo::Stealer<JobRef>] {
         &self.stealers
+    }
+
+    /// See `RegistryOptions::long_poll_threshold`.
+    pub(crate) fn long_poll_threshold(&self) -> Duration {
+        self.options.long_poll_threshold
     }
 
     /// Worker `index`'s scheduler counters.

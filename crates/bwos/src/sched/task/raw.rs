@@ -38,8 +38,13 @@ use std::ptr::NonNull;
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
 use super::state::{EndPoll, StartPoll, State, Wake};
-use crate::sched::coop;
+use crate::sched::builder::MIN_LONG_POLL_THRESHOLD;
 use crate::sched::job::JobRef;
+use crate::sched::{clock, coop};
+
+/// Polls at least this many ticks of the poll clock long may be longer
+/// than the shortest long-poll threshold; shorter ones are not.
+const MAY_BE_LONG: u64 = clock::ticks_in_at_least(MIN_LONG_POLL_THRESHOLD);
 
 /// How a task is queued when it is woken: the executor's side of a task.
 pub(crate) trait Schedule: Send + Sync + 'static {
@@ -57,6 +62,15 @@ pub(crate) trait Schedule: Send + Sync + 'static {
     /// executor may let other tasks go first. By default, `schedule`.
     fn yield_task(&self, task: Notified) {
         self.schedule(task);
+    }
+
+    /// A poll of the task's future took `ticks` of the poll clock
+    /// (`sched/clock.rs`), enough that it may be longer than the shortest
+    /// long-poll threshold: the executor counts it if it is longer than
+    /// its own. Called on the thread that polled, right after the poll. By
+    /// default nothing.
+    fn long_poll(&self, ticks: u64) {
+        let _ = ticks;
     }
 
     /// The task has completed (its outcome is stored, its future dropped):
@@ -304,10 +318,11 @@ where
                 let mut cx = Context::from_waker(&waker);
                 // Each poll has a fresh cooperative budget, so that a
                 // task whose operations are always ready yields after
-                // `POLL_BUDGET` of them (`sched/coop.rs`). Set outside
-                // `catch_unwind`, which returns on a panic too: restoring
-                // the budget afterwards then needs no unwinding path (it
-                // cost 3 instructions more per poll inside).
+                // `POLL_BUDGET` of them, and is timed for
+                // `PoolStats::long_polls` (`sched/coop.rs`, whose docs say
+                // what this costs). Set outside `catch_unwind`, which
+                // returns on a panic too: restoring the thread's poll state
+                // afterwards then needs no unwinding path.
                 let outer = coop::enter_poll();
                 let polled = panic::catch_unwind(AssertUnwindSafe(|| {
                     // SAFETY: `RUNNING`: this thread alone touches the
@@ -318,7 +333,17 @@ where
                             // cell (boxed, and freed only after the stage
                             // is dropped in place), so pinning it is sound.
                             let future = unsafe { Pin::new_unchecked(future) };
-                            future.poll(&mut cx)
+                            let polled = future.poll(&mut cx);
+                            // Right after the poll, in the closure: checked
+                            // after `catch_unwind`, the poll's outcome had
+                            // to be kept in registers across the clock read
+                            // (3 instructions per poll more). A poll that
+                            // panics is not timed.
+                            let took = coop::poll_ticks();
+                            if took >= MAY_BE_LONG {
+                                cell.scheduler.long_poll(took);
+                            }
+                            polled
                         }
                         _ => unreachable!("a running task's stage holds its future"),
                     }
