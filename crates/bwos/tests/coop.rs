@@ -104,9 +104,8 @@ fn finished_task(pool: &ThreadPool, value: u32) -> JoinHandle<u32> {
     handle
 }
 
-// Mutation caught: `Budget::is_spent` testing `<= 1` (one unit short) or
-// `made_progress` spending nothing (no yield at all); also `POLL_BUDGET`
-// changed.
+// Mutation caught: `Budget::is_spent` one unit early (`self.0 <= 2`), or
+// `made_progress` spending nothing (no yield at all).
 #[test]
 fn consume_budget_yields_after_exactly_128_units_per_poll() {
     watchdog(
@@ -129,9 +128,9 @@ fn consume_budget_yields_after_exactly_128_units_per_poll() {
 }
 
 // Mutation caught: `Unconstrained::poll` polling its future directly (the
-// task's budget applies: the 129th unit yields); and `with_budget` not
-// restoring the outer budget (the units after the block run out early or
-// never do).
+// task's budget applies: the 129th unit yields); and `with_budget`'s guard
+// putting back "unconstrained" instead of the task's budget (the units
+// after the block never yield).
 #[test]
 fn unconstrained_never_yields_and_spends_none_of_the_tasks_budget() {
     watchdog(

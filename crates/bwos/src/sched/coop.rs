@@ -256,8 +256,8 @@ mod tests {
         poll_budgeted(cx, |_| Poll::Ready(()))
     }
 
-    // Mutation caught: `is_spent` one unit early or late, `poll_proceed`
-    // not waking the task.
+    // Mutation caught: `is_spent` one unit late (`self.0 == 0`: never
+    // spent), `poll_proceed` not waking the task.
     #[test]
     fn a_budget_lets_exactly_its_units_through_then_wakes_once_per_refusal() {
         let wakes = Arc::new(CountWakes(AtomicUsize::new(0)));
@@ -293,8 +293,8 @@ mod tests {
         });
     }
 
-    // Mutation caught: `leave_poll` (or the guard of `with_budget`) setting
-    // "unconstrained" instead of the outer budget.
+    // Mutation caught: `leave_poll`, or the guard of `with_budget`, putting
+    // back "unconstrained" instead of the outer budget.
     #[test]
     fn nested_budgets_and_unconstrained_restore_the_outer_one() {
         let waker = Waker::noop();
