@@ -9,6 +9,7 @@ use mio::event::Source;
 
 use super::driver::{IoDriver, shut_down_error};
 use super::readiness::{Direction, Readiness};
+use crate::sched::coop;
 use crate::sched::registry::Registry;
 
 /// A mio socket registered with a pool's driver; deregistered on drop.
@@ -42,6 +43,12 @@ impl<S: Source> Registered<S> {
     /// kernel's buffer was emptied (a short read) or filled (a short
     /// write) clears the readiness too, saving the `WouldBlock` attempt
     /// that would otherwise follow.
+    ///
+    /// Every socket operation of `net` (reads, writes, accepts, connects,
+    /// sends, receives) comes through here, so this is where they spend
+    /// the cooperative budget (`sched/coop.rs`): a result spends a unit,
+    /// and with the budget spent the call wakes the task and returns
+    /// `Pending` without trying the socket.
     pub(crate) fn poll_io<R>(
         &self,
         cx: &mut Context<'_>,
@@ -49,24 +56,26 @@ impl<S: Source> Registered<S> {
         mut operation: impl FnMut(&S) -> io::Result<R>,
         drained: impl Fn(&R) -> bool,
     ) -> Poll<io::Result<R>> {
-        loop {
-            let event = ready!(self.readiness.poll_ready(cx, direction));
-            if event.is_shut_down() {
-                return Poll::Ready(Err(shut_down_error()));
-            }
-            match operation(&self.source) {
-                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
-                    self.readiness.clear_would_block(event);
+        coop::poll_budgeted(cx, |cx| {
+            loop {
+                let event = ready!(self.readiness.poll_ready(cx, direction));
+                if event.is_shut_down() {
+                    return Poll::Ready(Err(shut_down_error()));
                 }
-                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-                result => {
-                    if result.as_ref().is_ok_and(&drained) {
-                        self.readiness.clear(event);
+                match operation(&self.source) {
+                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                        self.readiness.clear_would_block(event);
                     }
-                    return Poll::Ready(result);
+                    Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                    result => {
+                        if result.as_ref().is_ok_and(&drained) {
+                            self.readiness.clear(event);
+                        }
+                        return Poll::Ready(result);
+                    }
                 }
             }
-        }
+        })
     }
 }
 

@@ -27,6 +27,19 @@ pub const RAYON_NUM_THREADS_ENV: &str = "RAYON_NUM_THREADS";
 /// The largest number of threads a pool may have.
 pub const MAX_THREADS: usize = 1 << 16;
 
+/// [`ThreadPoolBuilder::long_poll_threshold`]'s default.
+pub(crate) const DEFAULT_LONG_POLL_THRESHOLD: Duration = Duration::from_millis(10);
+
+/// The shortest long-poll threshold: below a millisecond, a worker's
+/// ordinary hiccups (a page fault, an interrupt, being preempted) would
+/// count, and the poll clock's cheap first check assumes it
+/// (`sched/clock.rs`).
+pub(crate) const MIN_LONG_POLL_THRESHOLD: Duration = Duration::from_millis(1);
+
+/// The longest long-poll threshold: an hour. Longer is no threshold at all
+/// (to count no poll, ignore the counter).
+pub(crate) const MAX_LONG_POLL_THRESHOLD: Duration = Duration::from_secs(3600);
+
 /// Configures and builds a [`ThreadPool`], or the global pool.
 ///
 /// ```
@@ -73,6 +86,7 @@ pub struct ThreadPoolBuilder {
     pub(super) detach_threads_on_drop: bool,
     pub(super) max_blocking_threads: Option<usize>,
     pub(super) blocking_keep_alive: Option<Duration>,
+    pub(super) long_poll_threshold: Option<Duration>,
 }
 
 impl ThreadPoolBuilder {
@@ -249,6 +263,39 @@ impl ThreadPoolBuilder {
         self
     }
 
+    /// How long a task's poll may run before it counts as long, in
+    /// [`PoolStats::long_polls`](crate::PoolStats::long_polls) (default
+    /// 10 ms). A poll that long holds up every task queued behind it on its
+    /// worker; see `docs/usage.md` ("Long polls") for finding the culprit.
+    ///
+    /// Allowed: from 1 ms to 1 hour; anything else makes
+    /// [`build`](Self::build) fail with
+    /// [`ThreadPoolBuildError::InvalidOption`]. Polls are timed on x86_64
+    /// by the CPU's time-stamp counter (a few instructions per poll); the
+    /// count assumes a counter of at least 250 MHz, as on every x86_64
+    /// CPU with a constant-rate counter.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let pool = bwos::ThreadPoolBuilder::new()
+    ///     .num_threads(1)
+    ///     .long_poll_threshold(Duration::from_millis(5))
+    ///     .build()?;
+    /// let busy = pool.spawn_task(async {
+    ///     // Holds the worker for 20 ms without yielding.
+    ///     let start = Instant::now();
+    ///     while start.elapsed() < Duration::from_millis(20) {}
+    /// });
+    /// pool.block_on(busy).unwrap();
+    /// assert_eq!(pool.stats().long_polls, 1);
+    /// # Ok::<(), bwos::ThreadPoolBuildError>(())
+    /// ```
+    pub fn long_poll_threshold(mut self, threshold: Duration) -> Self {
+        self.long_poll_threshold = Some(threshold);
+        self
+    }
+
     /// Handles panics of jobs started with [`spawn`](crate::spawn), which
     /// nobody waits for. Without a handler such a panic aborts the process
     /// (after the panic message is printed), so it cannot go unnoticed.
@@ -411,6 +458,15 @@ impl ThreadPoolBuilder {
                 value: "0".into(),
                 allowed: "spawn_blocking needs at least 1 thread: use 1 or more \
                           (the default is 512)",
+            });
+        }
+        if let Some(threshold) = self.long_poll_threshold
+            && !(MIN_LONG_POLL_THRESHOLD..=MAX_LONG_POLL_THRESHOLD).contains(&threshold)
+        {
+            return Err(ThreadPoolBuildError::InvalidOption {
+                option: "long_poll_threshold",
+                value: format!("{threshold:?}"),
+                allowed: "a poll counts as long after 1 ms to 1 hour (the default is 10 ms)",
             });
         }
         if self.sleep_threshold == Some(0) {
@@ -604,6 +660,7 @@ impl fmt::Debug for ThreadPoolBuilder {
             .field("detach_threads_on_drop", &self.detach_threads_on_drop)
             .field("max_blocking_threads", &self.max_blocking_threads)
             .field("blocking_keep_alive", &self.blocking_keep_alive)
+            .field("long_poll_threshold", &self.long_poll_threshold)
             .finish()
     }
 }

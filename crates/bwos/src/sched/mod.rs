@@ -26,6 +26,9 @@
 //!   workers drive as they sleep (`time/`), the stack-limit
 //!   probe `fork` uses (`stack.rs`), and the std/loom primitives of the
 //!   model-checked protocols (`sync.rs`);
+//! - the cooperative budget a task poll spends on ready operations
+//!   (`coop.rs`), which the front ends' operations check, and the cheap
+//!   clock that times task polls for the long-poll count (`clock.rs`);
 //! - the calling thread's place in the pools: `yield_now`,
 //!   `current_thread_index` and friends (`current.rs`), and the pool a
 //!   thread outside the pools works for in `block_on` or on a blocking
@@ -37,7 +40,9 @@
 
 pub(crate) mod blocking;
 pub(crate) mod builder;
+pub(crate) mod clock;
 pub(crate) mod context;
+pub(crate) mod coop;
 pub(crate) mod current;
 pub(crate) mod driver;
 pub(crate) mod error;

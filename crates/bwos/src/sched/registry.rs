@@ -57,6 +57,8 @@ pub(crate) struct RegistryOptions {
     /// `ThreadPoolBuilder::stack_size`, which `block_in_place`'s
     /// replacement threads get too (they run the workers' jobs).
     pub(crate) worker_stack_size: Option<usize>,
+    /// A task poll longer than this counts in `PoolStats::long_polls`.
+    pub(crate) long_poll_threshold: Duration,
 }
 
 pub(crate) struct Registry {
@@ -156,6 +158,11 @@ impl Registry {
 
     pub(crate) fn stealers(&self) -> &[lifo::Stealer<JobRef>] {
         &self.stealers
+    }
+
+    /// See `RegistryOptions::long_poll_threshold`.
+    pub(crate) fn long_poll_threshold(&self) -> Duration {
+        self.options.long_poll_threshold
     }
 
     /// Worker `index`'s scheduler counters.

@@ -11,7 +11,8 @@ use std::thread;
 use bwos_queue::{fifo, lifo};
 
 use super::blocking::{DEFAULT_BLOCKING_KEEP_ALIVE, DEFAULT_MAX_BLOCKING_THREADS};
-use super::builder::ThreadPoolBuilder;
+use super::builder::{DEFAULT_LONG_POLL_THRESHOLD, ThreadPoolBuilder};
+use super::clock;
 use super::error::ThreadPoolBuildError;
 use super::pool::ThreadPool;
 use super::queues::{default_queue_config, task_queue_config};
@@ -65,7 +66,12 @@ impl ThreadPoolBuilder {
                 .blocking_keep_alive
                 .unwrap_or(DEFAULT_BLOCKING_KEEP_ALIVE),
             worker_stack_size: self.stack_size,
+            long_poll_threshold: self
+                .long_poll_threshold
+                .unwrap_or(DEFAULT_LONG_POLL_THRESHOLD),
         };
+        // The poll clock measures its rate from here, before any poll.
+        clock::init();
         let registry = Arc::new(Registry::new(
             stealers,
             task_stealers,

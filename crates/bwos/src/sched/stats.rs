@@ -1,5 +1,6 @@
 //! Scheduler counters: what the workers of a pool did while looking for
-//! work, summed into a [`PoolStats`] by [`ThreadPool::stats`].
+//! work, and how many task polls ran long, summed into a [`PoolStats`] by
+//! [`ThreadPool::stats`].
 //!
 //! Each worker counts into its own cache line, and only that worker writes
 //! it (a relaxed load and store, no read-modify-write), so counting costs
@@ -13,8 +14,12 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// What the workers of a pool did while they looked for work, summed over
-/// all workers since the pool was built. Returned by
+use super::clock;
+use super::registry::Registry;
+
+/// What the workers of a pool did while they looked for work, and the
+/// task polls that ran long, summed over all workers since the pool was
+/// built. Returned by
 /// [`ThreadPool::stats`](crate::ThreadPool::stats). With the `serde`
 /// feature it is `Serialize + Deserialize`.
 ///
@@ -68,6 +73,11 @@ pub struct PoolStats {
     /// took: each was reported on stderr and dropped, and the pool carried
     /// on (rayon aborts the process instead).
     pub unhandled_panics: u64,
+    /// Task polls that ran longer than the pool's
+    /// [`long_poll_threshold`](crate::ThreadPoolBuilder::long_poll_threshold)
+    /// (default 10 ms). Each held up the tasks queued behind it on its
+    /// worker; `docs/usage.md` ("Long polls") tells how to find the task.
+    pub long_polls: u64,
 }
 
 impl fmt::Display for PoolStats {
@@ -75,7 +85,8 @@ impl fmt::Display for PoolStats {
         write!(
             f,
             "steals {} (failed attempts {}), sleeps {}, wake-ups {}, credits earned {} / spent {}, \
-             yields to victim {}, work-list steals {} ({} items), spilled {}, unhandled panics {}",
+             yields to victim {}, work-list steals {} ({} items), spilled {}, unhandled panics {}, \
+             long polls {}",
             self.steals,
             self.failed_steals,
             self.sleeps,
@@ -86,7 +97,8 @@ impl fmt::Display for PoolStats {
             self.worklist_steals,
             self.worklist_items_stolen,
             self.worklist_spilled,
-            self.unhandled_panics
+            self.unhandled_panics,
+            self.long_polls
         )
     }
 }
@@ -104,6 +116,7 @@ pub(crate) struct WorkerCounters {
     worklist_steals: AtomicU64,
     worklist_items_stolen: AtomicU64,
     worklist_spilled: AtomicU64,
+    long_polls: AtomicU64,
 }
 
 /// Adds `n` to a counter that only the calling worker writes.
@@ -155,6 +168,11 @@ impl WorkerCounters {
         bump(&self.worklist_spilled, items);
     }
 
+    /// A task poll on this worker ran longer than the pool's threshold.
+    pub(crate) fn long_poll(&self) {
+        bump(&self.long_polls, 1);
+    }
+
     /// Adds this worker's counts to `sum`.
     pub(crate) fn add_to(&self, sum: &mut PoolStats) {
         // Relaxed: see `bump`.
@@ -169,5 +187,28 @@ impl WorkerCounters {
         sum.worklist_steals += get(&self.worklist_steals);
         sum.worklist_items_stolen += get(&self.worklist_items_stolen);
         sum.worklist_spilled += get(&self.worklist_spilled);
+        sum.long_polls += get(&self.long_polls);
+    }
+}
+
+impl Registry {
+    /// A task poll on the calling worker took `ticks` of the poll clock
+    /// (and so may be long): counts it in `long_polls` if it took longer
+    /// than the pool's threshold.
+    #[cold]
+    pub(crate) fn long_poll(&self, ticks: u64) {
+        // A "negative" interval (the thread moved to a core whose counter
+        // is a little behind: `coop::poll_ticks`) wraps to near `u64::MAX`.
+        if ticks >= 1 << 63 {
+            return;
+        }
+        if clock::duration(ticks) > self.long_poll_threshold() {
+            // Tasks of a pool are polled by its workers only.
+            self.with_current_worker(|worker| {
+                if let Some(worker) = worker {
+                    worker.counters().long_poll();
+                }
+            });
+        }
     }
 }

@@ -9,6 +9,9 @@
 //! for the pool (`sched/context.rs`): the tasks the future spawns, its
 //! timers and its `join`s go to that pool.
 //!
+//! Each poll has a cooperative budget, as a task's poll
+//! (`sched/coop.rs`).
+//!
 //! Each round waits on a fresh latch; the waker the future holds sets
 //! whichever latch is current, so a wake-up during a poll ends the next
 //! wait at once and a stale one is harmless.
@@ -19,6 +22,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Wake, Waker};
 
 use crate::sched::context;
+use crate::sched::coop;
 use crate::sched::latch::{Latch, ThreadLatch};
 use crate::sched::registry::Registry;
 
@@ -59,7 +63,13 @@ pub(crate) fn block_on_in<F: Future>(registry: &Arc<Registry>, future: F) -> F::
             // it, and the wait below returns at once.
             let latch = Arc::new(ThreadLatch::for_current_thread());
             *signal.lock() = Arc::clone(&latch);
-            if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            // A fresh cooperative budget per poll, as a task's (and as
+            // tokio's `block_on`), so that a future behaves the same under
+            // `block_on` as in a task: `consume_budget` yields, a timeout
+            // around a busy future still fires. A yield for the budget sets
+            // the latch, so the wait below returns at once: one extra poll
+            // per `POLL_BUDGET` ready operations.
+            if let Poll::Ready(output) = coop::budget(|| future.as_mut().poll(&mut cx)) {
                 return output;
             }
             latch.core().wait();

@@ -21,6 +21,10 @@ impl Schedule for PoolScheduler {
         self.0.yield_task(task);
     }
 
+    fn long_poll(&self, ticks: u64) {
+        self.0.long_poll(ticks);
+    }
+
     fn release(&self, task: TaskRef) {
         self.0.tasks.release(task);
     }

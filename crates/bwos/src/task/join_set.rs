@@ -15,9 +15,10 @@ use std::future::{Future, poll_fn};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll, Wake, Waker, ready};
 
 use super::{JoinError, JoinHandle, spawn};
+use crate::sched::coop;
 
 /// A set of tasks spawned on the current pool, awaited in the order they
 /// finish (tokio's `JoinSet`).
@@ -174,10 +175,20 @@ impl<T> JoinSet<T> {
     /// the set is empty, `Ready(Some(_))` with a finished task's outcome,
     /// or `Pending` with `cx`'s waker registered for the next task to
     /// finish.
+    ///
+    /// A returned outcome spends a unit of the task's cooperative budget
+    /// (as awaiting a [`JoinHandle`] does); with the budget spent, this
+    /// returns `Pending` and wakes the task, which goes on after the
+    /// worker's other tasks.
     pub fn poll_join_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<T, JoinError>>> {
         if self.len == 0 {
             return Poll::Ready(None);
         }
+        // Checked here, with the caller's waker: the handles below are
+        // polled with their slots' wakers. With a unit left, the handle
+        // whose poll returns `Ready` spends it (`JoinHandle::poll`), and
+        // pending ones spend nothing, so none of them finds it spent.
+        ready!(coop::poll_proceed(cx));
         loop {
             if let Some(outcome) = self.poll_woken(cx) {
                 return outcome;

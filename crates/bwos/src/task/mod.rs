@@ -1,6 +1,7 @@
 //! Async tasks on the pool's workers: [`spawn`], [`JoinHandle`], [`JoinSet`],
 //! [`yield_now`] and [`block_on`](crate::block_on); blocking closures on
-//! threads of their own: [`spawn_blocking`].
+//! threads of their own: [`spawn_blocking`]; the cooperative budget:
+//! [`consume_budget`] and [`unconstrained`].
 //!
 //! The workers that run `join` and `scope` also run async tasks, so one
 //! pool serves both: a task can call [`join`](crate::join) or
@@ -25,6 +26,12 @@
 //! worker runs its own fork/join jobs before its tasks, and takes a task
 //! from the injector every 61 tasks, so neither a task that is always
 //! ready nor a busy worker starves tasks woken from outside.
+//!
+//! A task whose operations are always ready (a socket a peer keeps
+//! readable, handles of finished tasks) would never return `Pending` and
+//! so never let its worker run the others. Each poll therefore has a
+//! cooperative budget of 128 ready operations, as in tokio: past it, the
+//! next operation yields (see [`consume_budget`]).
 //!
 //! Sockets come from [`crate::net`] and timers from [`crate::time`]: the
 //! pool's own workers poll the sockets' readiness and fire the timers (no
@@ -52,12 +59,14 @@
 mod block_in_place;
 pub(crate) mod block_on;
 mod blocking;
+mod coop;
 pub(crate) mod executor;
 mod join_set;
 
 pub use crate::sched::task::raw::{JoinError, JoinHandle};
 pub use block_in_place::block_in_place;
 pub use blocking::spawn_blocking;
+pub use coop::{Unconstrained, consume_budget, unconstrained};
 pub use join_set::JoinSet;
 
 use crate::sched::pool::ThreadPool;

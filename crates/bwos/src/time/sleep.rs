@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use crate::sched::coop;
 use crate::sched::registry::Registry;
 use crate::sched::time::{Registered, TimerKey};
 
@@ -80,28 +81,39 @@ impl Sleep {
 impl Future for Sleep {
     type Output = ();
 
+    /// A ready sleep spends a unit of the cooperative budget; with the
+    /// budget spent it returns `Pending` (and wakes the task) even past
+    /// its deadline, so that a loop of elapsed sleeps or interval ticks
+    /// lets the worker's other tasks run.
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
-        if this.elapsed {
+        coop::poll_budgeted(cx, |cx| this.poll_elapsed(cx))
+    }
+}
+
+impl Sleep {
+    /// The poll, without the budget.
+    fn poll_elapsed(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        if self.elapsed {
             return Poll::Ready(());
         }
-        if Instant::now() >= this.deadline {
+        if Instant::now() >= self.deadline {
             // Whether or not a worker fired the timer yet.
-            this.elapsed = true;
+            self.elapsed = true;
             return Poll::Ready(());
         }
-        let timers = &this.registry.timers;
-        match this.timer {
+        let timers = &self.registry.timers;
+        match self.timer {
             None => {
-                let inserted = timers.insert(this.deadline, cx.waker());
-                this.timer = Some(inserted.key);
-                this.registry.wake_for_timer(inserted.wake);
+                let inserted = timers.insert(self.deadline, cx.waker());
+                self.timer = Some(inserted.key);
+                self.registry.wake_for_timer(inserted.wake);
                 match inserted.registered {
                     Registered::Pending => Poll::Pending,
                     // A worker processed past the deadline since the
                     // clock was read above.
                     Registered::Fired => {
-                        this.elapsed = true;
+                        self.elapsed = true;
                         Poll::Ready(())
                     }
                 }
@@ -109,7 +121,7 @@ impl Future for Sleep {
             Some(timer) => match timers.register(timer, cx.waker()) {
                 Registered::Pending => Poll::Pending,
                 Registered::Fired => {
-                    this.elapsed = true;
+                    self.elapsed = true;
                     Poll::Ready(())
                 }
             },

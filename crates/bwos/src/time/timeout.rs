@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::error::Elapsed;
 use super::sleep::{Sleep, sleep_until};
+use crate::sched::coop;
 
 /// Runs `future` for at most `duration`: its output in `Ok`, or
 /// `Err(Elapsed)` if the time ran out first (the future is dropped with
@@ -72,14 +73,25 @@ impl<F> Timeout<F> {
 impl<F: Future> Future for Timeout<F> {
     type Output = Result<F::Output, Elapsed>;
 
+    /// The deadline's sleep spends the cooperative budget as any sleep
+    /// does (the future's own operations spend theirs). If the future
+    /// spent the last unit in this poll, the deadline is looked at without
+    /// the budget: else a future that always spends the whole budget would
+    /// never see its timeout fire.
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
+        let had_budget = coop::has_budget_remaining();
         if let Poll::Ready(output) = this.future.poll(cx) {
             return Poll::Ready(Ok(output));
         }
-        match Pin::new(this.sleep).poll(cx) {
+        let mut poll_sleep = || match Pin::new(&mut *this.sleep).poll(cx) {
             Poll::Ready(()) => Poll::Ready(Err(Elapsed::new())),
             Poll::Pending => Poll::Pending,
+        };
+        if had_budget && !coop::has_budget_remaining() {
+            coop::with_unconstrained(poll_sleep)
+        } else {
+            poll_sleep()
         }
     }
 }

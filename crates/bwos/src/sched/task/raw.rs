@@ -38,7 +38,13 @@ use std::ptr::NonNull;
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
 use super::state::{EndPoll, StartPoll, State, Wake};
+use crate::sched::builder::MIN_LONG_POLL_THRESHOLD;
 use crate::sched::job::JobRef;
+use crate::sched::{clock, coop};
+
+/// Polls at least this many ticks of the poll clock long may be longer
+/// than the shortest long-poll threshold; shorter ones are not.
+const MAY_BE_LONG: u64 = clock::ticks_in_at_least(MIN_LONG_POLL_THRESHOLD);
 
 /// How a task is queued when it is woken: the executor's side of a task.
 pub(crate) trait Schedule: Send + Sync + 'static {
@@ -56,6 +62,15 @@ pub(crate) trait Schedule: Send + Sync + 'static {
     /// executor may let other tasks go first. By default, `schedule`.
     fn yield_task(&self, task: Notified) {
         self.schedule(task);
+    }
+
+    /// A poll of the task's future took `ticks` of the poll clock
+    /// (`sched/clock.rs`), enough that it may be longer than the shortest
+    /// long-poll threshold: the executor counts it if it is longer than
+    /// its own. Called on the thread that polled, right after the poll. By
+    /// default nothing.
+    fn long_poll(&self, ticks: u64) {
+        let _ = ticks;
     }
 
     /// The task has completed (its outcome is stored, its future dropped):
@@ -301,6 +316,14 @@ where
                 let waker =
                     ManuallyDrop::new(unsafe { Waker::from_raw(raw_waker::<F, S>(header)) });
                 let mut cx = Context::from_waker(&waker);
+                // Each poll has a fresh cooperative budget, so that a
+                // task whose operations are always ready yields after
+                // `POLL_BUDGET` of them, and is timed for
+                // `PoolStats::long_polls` (`sched/coop.rs`, whose docs say
+                // what this costs). Set outside `catch_unwind`, which
+                // returns on a panic too: restoring the thread's poll state
+                // afterwards then needs no unwinding path.
+                let outer = coop::enter_poll();
                 let polled = panic::catch_unwind(AssertUnwindSafe(|| {
                     // SAFETY: `RUNNING`: this thread alone touches the
                     // stage.
@@ -310,11 +333,22 @@ where
                             // cell (boxed, and freed only after the stage
                             // is dropped in place), so pinning it is sound.
                             let future = unsafe { Pin::new_unchecked(future) };
-                            future.poll(&mut cx)
+                            let polled = future.poll(&mut cx);
+                            // Right after the poll, in the closure: checked
+                            // after `catch_unwind`, the poll's outcome had
+                            // to be kept in registers across the clock read
+                            // (3 instructions per poll more). A poll that
+                            // panics is not timed.
+                            let took = coop::poll_ticks();
+                            if took >= MAY_BE_LONG {
+                                cell.scheduler.long_poll(took);
+                            }
+                            polled
                         }
                         _ => unreachable!("a running task's stage holds its future"),
                     }
                 }));
+                coop::leave_poll(outer);
                 match polled {
                     Ok(Poll::Pending) => match cell.header.state.end_poll() {
                         EndPoll::Idle { last } => {
@@ -707,15 +741,21 @@ impl<T> JoinHandle<T> {
 impl<T> Future for JoinHandle<T> {
     type Output = Result<T, JoinError>;
 
+    /// A ready handle spends a unit of the cooperative budget; with the
+    /// budget spent it returns `Pending` (and wakes the task) even if the
+    /// task has finished, so that a loop over finished handles lets the
+    /// worker's other tasks run.
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut out: Poll<Result<T, JoinError>> = Poll::Pending;
-        // SAFETY: the handle's reference keeps the task alive; `out` has
-        // the type the vtable's `poll_join` writes (`T` is the task's
-        // output type, fixed by `spawn`).
-        unsafe {
-            (self.header().vtable.poll_join)(self.header, (&raw mut out).cast(), cx.waker());
-        }
-        out
+        coop::poll_budgeted(cx, |cx| {
+            let mut out: Poll<Result<T, JoinError>> = Poll::Pending;
+            // SAFETY: the handle's reference keeps the task alive; `out`
+            // has the type the vtable's `poll_join` writes (`T` is the
+            // task's output type, fixed by `spawn`).
+            unsafe {
+                (self.header().vtable.poll_join)(self.header, (&raw mut out).cast(), cx.waker());
+            }
+            out
+        })
     }
 }
 
