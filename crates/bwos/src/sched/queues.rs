@@ -79,8 +79,10 @@ pub(crate) const INJECTOR_BATCH: usize = 16;
 /// slice) when nothing is ready.
 pub(crate) const TASK_SLICE: Duration = Duration::from_micros(100);
 
-/// The fewest joins between two looks at the clock (coarse jobs).
-pub(crate) const MIN_JOINS_PER_CLOCK_LOOK: u32 = 4;
+/// The fewest joins between two looks at the clock: coarse jobs (a
+/// leaf of a millisecond) read it at every join, which costs nothing
+/// next to them.
+pub(crate) const MIN_JOINS_PER_CLOCK_LOOK: u32 = 1;
 
 /// The most joins between two looks at the clock: fine-grained recursion
 /// (a few nanoseconds a join) reads it every few tens of microseconds.

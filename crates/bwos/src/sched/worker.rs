@@ -98,6 +98,13 @@ use super::steal::{StealConfig, StealPolicy, Victims};
 use super::steal_view::StealView;
 use super::task::raw::Notified;
 
+/// The most task-serving turns between jobs nested on one stack. A task
+/// served between jobs may compute with fork/join itself (a heavy request
+/// served in the middle of another): it serves the ready tasks in turn,
+/// so light tasks never wait for a whole nested computation, while the
+/// stack grows by at most this many computations.
+const MAX_SERVING_DEPTH: u8 = 3;
+
 /// The most calls of `offer_if_hungry` skipped after offers that could not
 /// share (see "Backing off" in the module docs).
 const MAX_OFFER_BACKOFF: u32 = 63;
@@ -135,8 +142,9 @@ pub(crate) struct WorkerThread {
     last_clock_look: Cell<Instant>,
     /// When it serves ready tasks between jobs next.
     next_task_look: Cell<Instant>,
-    /// Whether it serves tasks between jobs now (no nested serving).
-    serving_tasks: Cell<bool>,
+    /// How many task-serving turns between jobs are on this thread's
+    /// stack now (at most [`MAX_SERVING_DEPTH`]).
+    serving_depth: Cell<u8>,
     index: usize,
     pub(super) registry: Arc<Registry>,
     victims: Victims,
@@ -450,7 +458,7 @@ impl WorkerThread {
         };
         self.jobs_per_clock_look.set(per_look);
         self.jobs_until_clock.set(per_look);
-        if now >= self.next_task_look.get() && !self.serving_tasks.get() {
+        if now >= self.next_task_look.get() && self.serving_depth.get() < MAX_SERVING_DEPTH {
             self.next_task_look.set(now + TASK_SLICE);
             self.serve_tasks_between_jobs(now + TASK_SLICE / 2);
         }
@@ -459,7 +467,7 @@ impl WorkerThread {
     /// Polls the driver and fires due timers, then runs ready tasks (local,
     /// then injected) until none is left or `until` has passed.
     fn serve_tasks_between_jobs(&self, until: Instant) {
-        self.serving_tasks.set(true);
+        self.serving_depth.set(self.serving_depth.get() + 1);
         self.registry.poll_driver_now();
         while let Some(task) = self
             .take_local_task()
@@ -473,7 +481,7 @@ impl WorkerThread {
                 break;
             }
         }
-        self.serving_tasks.set(false);
+        self.serving_depth.set(self.serving_depth.get() - 1);
     }
 
     /// The newest local job.
@@ -527,11 +535,15 @@ impl WorkerThread {
         }
     }
 
+    /// Shares the consumer block and, if tasks are queued here (shared
+    /// just now, or stealable already: injected tasks this worker moved
+    /// here, which nobody announced), makes sure a worker is awake to
+    /// take them.
     #[cold]
     #[inline(never)]
     fn share_tasks(&self) {
-        let queued = self.tasks.private_len() > 0;
-        if self.tasks.share() && queued {
+        self.tasks.share();
+        if !self.tasks.is_empty() {
             self.registry.notify_new_work();
         }
     }
@@ -851,7 +863,7 @@ impl WorkerThread {
             jobs_per_clock_look: Cell::new(MIN_JOINS_PER_CLOCK_LOOK),
             last_clock_look: Cell::new(Instant::now()),
             next_task_look: Cell::new(Instant::now()),
-            serving_tasks: Cell::new(false),
+            serving_depth: Cell::new(0),
             index,
             registry,
             victims: Victims::new(index, settings.steal.clone(), settings.topology.clone()),
