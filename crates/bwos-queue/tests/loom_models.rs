@@ -6,7 +6,8 @@
 //! 5/4), one thief stealing once and another twice; afterwards everything
 //! left is drained. Values are distinct powers of two, so a bit mask
 //! records exactly which items went where: every item put must come out
-//! exactly once, from the owner or a thief. The FIFO hand-back models
+//! exactly once, from the owner or a thief, and a FIFO owner pops in push
+//! order and leaves no older item behind. The FIFO hand-back models
 //! (`share`) also name a situation some execution must reach, so that they
 //! cannot pass without exercising it. loom explores the interleavings
 //! (with a bounded number of preemptions, `LOOM_MAX_PREEMPTIONS`, default
@@ -143,6 +144,7 @@ macro_rules! models {
                     let mut put = 0u64;
                     let mut got = 0u64;
                     let mut next = 1u64;
+                    let mut last_popped = 0u64;
                     for &step in owner {
                         match step {
                             Put(n) => {
@@ -158,6 +160,12 @@ macro_rules! models {
                                 for _ in 0..n {
                                     if let Some(item) = worker.pop() {
                                         record(&mut got, item);
+                                        // A FIFO owner pops in push order.
+                                        assert!(
+                                            stringify!($variant) != "fifo" || item > last_popped,
+                                            "popped {item:#x} after {last_popped:#x}"
+                                        );
+                                        last_popped = item;
                                     }
                                 }
                             }
@@ -172,6 +180,14 @@ macro_rules! models {
                         assert_eq!(got & stolen, 0, "{:#x} both got and stolen", got & stolen);
                         got |= stolen;
                         stolen_by_thieves |= stolen;
+                    }
+                    if stringify!($variant) == "fifo" && popped != 0 {
+                        // The FIFO owner reaches an item only after every
+                        // older one was popped by it or reserved by a thief:
+                        // none may be left for the drain below.
+                        let newest = 1u64 << (63 - popped.leading_zeros());
+                        let left = put & (newest - 1) & !got;
+                        assert_eq!(left, 0, "popped {newest:#x} while older {left:#x} stayed");
                     }
                     // Drain: the owner first, then what only thieves can reach.
                     while let Some(item) = worker.pop() {
@@ -285,7 +301,10 @@ macro_rules! models {
                              steal there) and a thief stole item 2 from the shared block",
                             |o| o.popped & 1 != 0 && o.stolen & 2 != 0,
                         ),
-                        ("the owner retook and popped item 2", |o| o.popped & 2 != 0),
+                        (
+                            "the owner popped item 1, shared item 2 and retook and popped it",
+                            |o| o.popped & 0b11 == 0b11,
+                        ),
                     ],
                 );
             }
@@ -312,12 +331,14 @@ macro_rules! models {
             /// FIFO hand-back across a block reuse at the round wrap: the
             /// owner shares block 0 (round 2^40 - 1), fills block 1 and
             /// wants block 0 again, in round 0: the producer may reuse it
-            /// only once the thief has taken and read the shared item, and
-            /// the consumer must then leave the new round alone.
+            /// only once a thief has taken and read the shared item, and
+            /// the consumer must then leave the new round alone; if it was
+            /// refused, the owner retakes block 0, pops, and then the
+            /// producer must be able to reuse the block.
             #[test]
             fn share_and_reuse_at_the_round_wrap() {
                 run_witnessed(
-                    &[Put(2), Get(1), Share, Put(3), Get(4)],
+                    &[Put(2), Get(1), Share, Put(3), Get(4), Put(1)],
                     &[Thief::Single(1), Thief::Single(1)],
                     $wrap,
                     (1 << 40) - 2,
@@ -330,6 +351,11 @@ macro_rules! models {
                         (
                             "the producer was refused block 0 while item 2 was still shared",
                             |o| o.popped & 1 != 0 && o.put & 16 == 0,
+                        ),
+                        (
+                            "the owner retook and popped item 2 and the producer then reused \
+                             block 0 in round 0",
+                            |o| o.popped & 0b11 == 0b11 && o.put & 32 != 0,
                         ),
                     ],
                 );
@@ -363,11 +389,11 @@ impl Shareable for bwos_queue::fifo::Worker<u64> {
 // Preemption bounds per model, chosen so the eleven models take a few
 // minutes in total on a 2-core machine (run one at a time: two loom models
 // side by side on two cores run several times slower each). Measured one
-// at a time with other builds loading the machine: about 7 minutes for the
-// eight models before the FIFO hand-back ones (6 of them `fifo::figure_9`),
-// and 14 s, 39 s and 53 s for `share_and_reuse_at_the_round_wrap` (two
-// thieves, bound 2), `share_then_retake` and
-// `share_while_producer_fills_the_block` (bound 3). The FIFO
+// at a time with other builds loading the machine: 6 to 7 minutes for the
+// eight models before the FIFO hand-back ones (5 to 6 of them
+// `fifo::figure_9`), and about 45 s, 35 s and 50 s for
+// `share_and_reuse_at_the_round_wrap` (two thieves, bound 2),
+// `share_then_retake` and `share_while_producer_fills_the_block` (bound 3). The FIFO
 // thieves can steal from the block the producer is filling, so every push
 // is a point of interaction and the FIFO state space is far larger than the
 // LIFO one at the same bound; `paused_thief_deep` is the FIFO client small
