@@ -16,10 +16,10 @@
 //!   a read-modify-write or a fence.
 //! * The consumer reads at `front` in its block. Thieves never enter the
 //!   consumer's block (unless the owner shares it, below): the consumer
-//!   **takes over** each block as it enters
-//!   it by swapping the block's `steal` position with the margin, and adds
-//!   the entries it took over to the block's `stolen` count, so that count
-//!   reaches the margin once thieves finished the entries they reserved.
+//!   **takes over** each block as it enters it by swapping the block's
+//!   `steal` position with the margin, and adds the entries it took over
+//!   to the block's `stolen` count, so that count reaches the margin once
+//!   thieves finished the entries they reserved.
 //! * **Round control and reset.** The producer enters a block for a new lap
 //!   only when the consumer finished the previous lap there (`front` is the
 //!   margin of the previous round) and every thief finished reading
@@ -42,17 +42,23 @@
 //!   `fetch_sub`: a read-modify-write, so it continues the release sequence
 //!   of the thieves' increments, which the producer acquires), and then
 //!   stores `steal = (consumer round, f)` with Release, pairing with the
-//!   thieves' Acquire load in `reserve`: a thief that sees the shared
-//!   position sees the block's `back` of this round and the subtraction, so
-//!   the thieves' increments for entries from `f` on follow it in
-//!   `stolen`'s modification order and `stolen` stays an exact count (at
-//!   most the margin). A plain store ends the release sequence of the
-//!   reset's store; the Release store starts a new one that the thieves'
-//!   CASes continue. Only the owner reads `stolen`, and it reads it after
-//!   its own `fetch_sub`: the count then is the entries finished by thieves
-//!   plus those the consumer popped (`f - taken`), at least 0 and equal to
-//!   the margin only once every entry of the block has been popped or
-//!   stolen and read, exactly the condition for reuse.
+//!   thieves' Acquire load in `reserve`. Only the owner reads `stolen`,
+//!   and it reads it after its own `fetch_sub`: the count then is the
+//!   entries finished by thieves plus those the consumer popped
+//!   (`f - taken`), at least 0 and equal to the margin only once every
+//!   entry of the block has been popped or stolen and read, exactly the
+//!   condition for reuse. So exactly-once does not depend on the order of
+//!   the two steps or on the Release; what they buy is this. A plain store
+//!   ends the release sequence of the reset's Release store of `steal`, so
+//!   a thief that read a Relaxed shared position could load a `back` of
+//!   the previous round and report `Retry` for a block full of stealable
+//!   entries; the Release store starts a new sequence (the thieves' CASes
+//!   continue it), and a thief that sees the shared position sees this
+//!   round's `back` at least as far as it was when shared. And the thieves'
+//!   increments for entries from `f` on then follow the subtraction in
+//!   `stolen`'s modification order, so `stolen` never exceeds the margin
+//!   even transiently (it would stay below twice the margin, which the
+//!   packed index can hold).
 //! * **Retake.** While the block is shared the owner keeps its private
 //!   `front` at the margin, so `pop`'s fast path (`front < back`) fails
 //!   with no extra branch and `pop_slow` retakes the block exactly as it
@@ -73,13 +79,13 @@
 //!   grows within a round until the takeover sets it to the margin. With
 //!   it, the positions below the margin a block goes through in a round are
 //!   still non-decreasing (thieves add to it, a share stores the private
-//!   front, which is at least the position of the takeover or retake before
-//!   it), but a share may store exactly the value a retake found. A thief
-//!   that loaded that value before the retake then succeeds with its CAS:
-//!   harmless, as the owner popped nothing in between (the value would have
-//!   grown) and no thief reserved anything (likewise), so the entries from
-//!   there on are untouched and the thief's count is bounded by the `back`
-//!   it acquired.
+//!   front, which is at least the position the takeover or retake before
+//!   it found), but a share may store exactly that position. A thief that
+//!   loaded it before the takeover or retake then succeeds with its CAS:
+//!   harmless, as the owner popped nothing in between (the value would
+//!   have grown) and no thief reserved anything (likewise), so the entries
+//!   from there on are untouched and the thief's count is bounded by the
+//!   `back` it acquired.
 
 use std::cell::Cell;
 use std::fmt;

@@ -73,8 +73,10 @@
 //!
 //! # Verification
 //! The protocol is model-checked with [loom](https://docs.rs/loom) on the
-//! paper's verification client (its Figure 9) and on batch steals and a
-//! stalled thief across a wrap-around: run the tests with
+//! paper's verification client (its Figure 9) and on batch steals, a
+//! stalled thief across a wrap-around and the owners' `share` (a LIFO
+//! owner opening its block, a FIFO owner giving its consumer block back
+//! and retaking it): run the tests with
 //! `RUSTFLAGS="--cfg bwos_loom"`. The single-threaded tests also run under Miri.
 
 #![warn(missing_docs)]

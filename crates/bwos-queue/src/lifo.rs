@@ -33,7 +33,9 @@
 //! ```
 //!
 //! [`fifo`](crate::fifo) queues have no such delay: an item is stealable as
-//! soon as it is pushed, unless it is in the block the owner pops from.
+//! soon as it is pushed, unless it is in the block the owner pops from
+//! (which [`fifo::Worker::share`](crate::fifo::Worker::share) gives back to
+//! thieves).
 //!
 //! # Protocol
 //! The owner walks *virtual* blocks `v = n, n+1, ...` (block `v % n` in

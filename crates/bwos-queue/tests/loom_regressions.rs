@@ -46,7 +46,7 @@ enum Step {
     Put(usize),
     /// `pop` this many times.
     Get(usize),
-    /// `lifo::Worker::share` (LIFO scripts only).
+    /// `Worker::share` (no script uses it on FIFO queues yet).
     Share,
 }
 use Step::{Get, Put, Share};
@@ -162,7 +162,7 @@ fn record(seen: &mut u64, item: u64) {
     *seen |= item;
 }
 
-/// The owner's `share` step: only the LIFO worker has one.
+/// The owner's `share` step.
 trait Shareable {
     fn share_now(&self);
 }
@@ -175,7 +175,7 @@ impl Shareable for bwos_queue::lifo::Worker<u64> {
 
 impl Shareable for bwos_queue::fifo::Worker<u64> {
     fn share_now(&self) {
-        unreachable!("FIFO scripts have no share step");
+        self.share();
     }
 }
 
