@@ -29,18 +29,22 @@
 //! and at each task push, the worker reads the idle hint (one load): if
 //! some worker searches or sleeps, it gives the rest of its consumer block
 //! back to thieves (`fifo::Worker::share`) and wakes a sleeper if nobody
-//! searches. Every task queued on a worker that polls is then stealable
-//! while any other worker is idle; the owner's next pop takes the block
-//! back (two read-modify-writes, only after a share). A batch of tasks
-//! stolen into the consumer block is shared at once, idle workers or not:
-//! the victim typically becomes idle right after the thief started the
-//! first of them. While every worker is busy nothing else is shared and
-//! the fast paths stay free of read-modify-writes, which leaves one
-//! window: tasks queued on a worker (not by a steal) that started a long
-//! poll while no other worker was idle become stealable at its next push,
-//! or its next poll, once a worker is idle. A task that knows it blocks
-//! should say so with `task::block_in_place`, which moves the whole worker
-//! to another thread.
+//! searches: before a poll if a task waits behind it, at a push once two
+//! wait. A single task spawned or woken by the running one stays on this
+//! worker (tokio's LIFO slot keeps one too), so a chain of tasks that each
+//! spawn the next does not bounce between workers (sharing at every spawn
+//! made `bwos-bench async`'s chained_spawn 2.5x slower). The owner's next
+//! pop takes a shared block back (two read-modify-writes, only after a
+//! share). A batch of tasks stolen into the consumer block is shared at
+//! once, idle workers or not: the victim typically becomes idle right
+//! after the thief started the first of them. While every worker is busy
+//! nothing else is shared and the fast paths stay free of
+//! read-modify-writes, which leaves two windows: the one task a poll
+//! queued last, if the poll then blocks, and tasks queued on a worker (not
+//! by a steal) that started a long poll while no other worker was idle,
+//! which become stealable at its next push once a worker is idle. A task
+//! that knows it blocks should say so with `task::block_in_place`, which
+//! moves the whole worker to another thread.
 //!
 //! # Backing off
 //! While a worker is hungry and the jobs offered last are still queued, an
@@ -501,9 +505,13 @@ impl WorkerThread {
         // The real hint even without lazy queueing. A task pushed outside
         // the owner's consumer block is stealable at once; one pushed into
         // it (the consumer has caught up with the producer's block) is
-        // not until the block is shared (see "Tasks are never stranded").
+        // not until the block is shared (see "Tasks are never stranded"),
+        // which a second private task triggers: a lone one is what the
+        // running task spawned or woke last, which it usually waits for.
         if self.real_idle_hint().anyone_idle() {
-            self.tasks.share();
+            if self.tasks.private_len() >= 2 {
+                self.tasks.share();
+            }
             self.registry.notify_new_work();
         }
     }
@@ -535,15 +543,16 @@ impl WorkerThread {
         }
     }
 
-    /// Shares the consumer block and, if tasks are queued here (shared
-    /// just now, or stealable already: injected tasks this worker moved
-    /// here, which nobody announced), makes sure a worker is awake to
-    /// take them.
+    /// Shares the tasks queued privately behind the coming poll, if any,
+    /// and makes sure a worker is awake to take them. An empty consumer
+    /// block stays private: what the poll then spawns stays on this
+    /// worker unless it spawns more than one (see `push_task`), so a chain
+    /// of tasks that each spawn the next does not bounce between workers.
     #[cold]
     #[inline(never)]
     fn share_tasks(&self) {
-        self.tasks.share();
-        if !self.tasks.is_empty() {
+        if self.tasks.private_len() > 0 {
+            self.tasks.share();
             self.registry.notify_new_work();
         }
     }
@@ -586,6 +595,11 @@ impl WorkerThread {
     fn take_injected_tasks(&self) -> Option<Notified> {
         let first = self.registry.tasks.take_injected()?;
         self.move_injected_tasks();
+        if self.real_idle_hint().anyone_idle() && !self.tasks.is_empty() {
+            // The moved tasks are work nobody announced: an idle worker
+            // must not sleep through them while this one runs the first.
+            self.registry.notify_new_work();
+        }
         Some(first)
     }
 
