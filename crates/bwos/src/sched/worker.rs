@@ -35,9 +35,10 @@
 //! spawn the next does not bounce between workers (sharing at every spawn
 //! made `bwos-bench async`'s chained_spawn 2.5x slower). The owner's next
 //! pop takes a shared block back (two read-modify-writes, only after a
-//! share). A batch of tasks stolen into the consumer block is shared at
-//! once, idle workers or not: the victim typically becomes idle right
-//! after the thief started the first of them. While every worker is busy
+//! share). A batch of tasks stolen into the consumer block, or moved
+//! there from the injector, is shared at once, idle workers or not: the
+//! victim (or any other worker) typically becomes idle right after this
+//! one started the first of them. While every worker is busy
 //! nothing else is shared and the fast paths stay free of
 //! read-modify-writes, which leaves two windows: the one task a poll
 //! queued last, if the poll then blocks, and tasks queued on a worker (not
@@ -146,6 +147,9 @@ pub(crate) struct WorkerThread {
     last_clock_look: Cell<Instant>,
     /// When it serves ready tasks between jobs next.
     next_task_look: Cell<Instant>,
+    /// Whether injected tasks were moved to this worker's queue since it
+    /// last announced work to idle workers (see `share_tasks`).
+    moved_injected: Cell<bool>,
     /// How many task-serving turns between jobs are on this thread's
     /// stack now (at most [`MAX_SERVING_DEPTH`]).
     serving_depth: Cell<u8>,
@@ -498,6 +502,7 @@ impl WorkerThread {
     /// injector's when it is full) and, if some worker is hungry, makes
     /// sure one is awake to steal it.
     pub(crate) fn push_task(&self, task: Notified) {
+        let private_before = self.tasks.private_len();
         if let Err(task) = self.tasks.push(task) {
             self.registry.inject_task(task);
             return;
@@ -509,7 +514,10 @@ impl WorkerThread {
         // which a second private task triggers: a lone one is what the
         // running task spawned or woke last, which it usually waits for.
         if self.real_idle_hint().anyone_idle() {
-            if self.tasks.private_len() >= 2 {
+            // Two tasks wait once two sit in the consumer block, or one
+            // does and this one landed after it, in the next block.
+            let private = self.tasks.private_len();
+            if private >= 2 || (private == 1 && private_before == 1) {
                 self.tasks.share();
             }
             self.registry.notify_new_work();
@@ -548,11 +556,26 @@ impl WorkerThread {
     /// block stays private: what the poll then spawns stays on this
     /// worker unless it spawns more than one (see `push_task`), so a chain
     /// of tasks that each spawn the next does not bounce between workers.
+    ///
+    /// Injected tasks this worker moved to its queue are stealable but
+    /// nobody announced them (the worker still counted as searching when it
+    /// took them, so a wake-up then would have gone nowhere): they are
+    /// announced here, once, as the worker starts on the first of them.
     #[cold]
     #[inline(never)]
     fn share_tasks(&self) {
-        if self.tasks.private_len() > 0 {
+        let private = self.tasks.private_len() > 0;
+        if private {
             self.tasks.share();
+        }
+        // Tasks injected while this worker still searched (the injector's
+        // wake-ups then went to it) wait in the injector: tokio's "last
+        // searcher" rule, a worker that starts working wakes another for
+        // the work it leaves behind.
+        if private
+            || (self.moved_injected.replace(false) && !self.tasks.is_empty())
+            || self.registry.tasks.has_injected()
+        {
             self.registry.notify_new_work();
         }
     }
@@ -595,10 +618,10 @@ impl WorkerThread {
     fn take_injected_tasks(&self) -> Option<Notified> {
         let first = self.registry.tasks.take_injected()?;
         self.move_injected_tasks();
-        if self.real_idle_hint().anyone_idle() && !self.tasks.is_empty() {
-            // The moved tasks are work nobody announced: an idle worker
-            // must not sleep through them while this one runs the first.
-            self.registry.notify_new_work();
+        if self.tasks.private_len() > 0 {
+            // As for a stolen batch: this worker runs the first now, and a
+            // worker busy at this moment may be idle before that poll ends.
+            self.tasks.share();
         }
         Some(first)
     }
@@ -611,6 +634,7 @@ impl WorkerThread {
             let Some(task) = self.registry.tasks.take_injected() else {
                 break;
             };
+            self.moved_injected.set(true);
             if let Err(task) = self.tasks.push(task) {
                 // Full: the injector keeps it.
                 self.registry.inject_task(task);
@@ -878,6 +902,7 @@ impl WorkerThread {
             last_clock_look: Cell::new(Instant::now()),
             next_task_look: Cell::new(Instant::now()),
             serving_depth: Cell::new(0),
+            moved_injected: Cell::new(false),
             index,
             registry,
             victims: Victims::new(index, settings.steal.clone(), settings.topology.clone()),
