@@ -26,8 +26,10 @@
 #     worklist, net, time, panics, hyper, broadcast, fifo (FIFO spawns,
 #     breadth first), policies (steal and idle policies), handlers (start
 #     and exit handlers, spawn handlers, use_current_thread, detaching
-#     pools) and pool (install across pools, shutdown, dropping a pool on
-#     its own worker).
+#     pools), pool (install across pools, shutdown, dropping a pool on
+#     its own worker), block_in_place (a worker handed to a replacement
+#     thread and back), responsiveness (tasks shared with idle workers,
+#     tasks served between fork/join jobs) and coop (the budget).
 #   Not run: doc tests (they would need RUSTDOCFLAGS and a rustdoc build of
 #   every example for little threading), the loom models (no real
 #   threads), net_api (the socket API's surface: names, errors, UDP, Unix
@@ -104,6 +106,7 @@ common_tests=(
     --test join --test scope --test tasks --test fork --test worklist
     --test net --test time --test panics --test hyper --test broadcast
     --test fifo --test policies --test handlers --test pool
+    --test block_in_place --test responsiveness --test coop
 )
 common_skips=(
     --skip a_million_levels_deep
