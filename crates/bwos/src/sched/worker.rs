@@ -147,9 +147,10 @@ pub(crate) struct WorkerThread {
     last_clock_look: Cell<Instant>,
     /// When it serves ready tasks between jobs next.
     next_task_look: Cell<Instant>,
-    /// Whether injected tasks were moved to this worker's queue since it
-    /// last announced work to idle workers (see `share_tasks`).
-    moved_injected: Cell<bool>,
+    /// Whether tasks came to this worker's queue in a batch (moved from
+    /// the injector, or stolen) since it last announced work to idle
+    /// workers (see `share_tasks`).
+    unannounced_batch: Cell<bool>,
     /// How many task-serving turns between jobs are on this thread's
     /// stack now (at most [`MAX_SERVING_DEPTH`]).
     serving_depth: Cell<u8>,
@@ -536,19 +537,22 @@ impl WorkerThread {
         }
     }
 
-    /// Shares the tasks a steal just put in this worker's consumer block,
-    /// whether or not a worker is idle now: the victim (or another worker)
-    /// may become idle while this worker runs the first stolen task, and
-    /// nothing else would share them before that poll ends. A steal is
-    /// rare and costly already; the share adds a read-modify-write, and
-    /// the next pop one more to take the block back.
+    /// A batch of tasks (stolen, or moved from the injector) just came
+    /// to this worker's queue and it is about to run the first: the part
+    /// that landed in its consumer block is shared at once, idle workers
+    /// or not (the victim, or any other worker, may become idle before
+    /// that poll ends), and the batch is announced to idle workers before
+    /// the poll (`share_tasks`: this worker still counts as searching
+    /// here, so a wake-up now would go nowhere). A batch is rare and
+    /// costly already; the share adds a read-modify-write, and the next
+    /// pop one more to take the block back.
     #[cold]
     #[inline(never)]
-    fn share_stolen_tasks(&self) {
-        self.tasks.share();
-        if self.real_idle_hint().anyone_idle() {
-            self.registry.notify_new_work();
+    fn batch_landed(&self) {
+        if self.tasks.private_len() > 0 {
+            self.tasks.share();
         }
+        self.unannounced_batch.set(true);
     }
 
     /// Shares the tasks queued privately behind the coming poll, if any,
@@ -557,10 +561,9 @@ impl WorkerThread {
     /// worker unless it spawns more than one (see `push_task`), so a chain
     /// of tasks that each spawn the next does not bounce between workers.
     ///
-    /// Injected tasks this worker moved to its queue are stealable but
-    /// nobody announced them (the worker still counted as searching when it
-    /// took them, so a wake-up then would have gone nowhere): they are
-    /// announced here, once, as the worker starts on the first of them.
+    /// A batch that came to this worker's queue is stealable but nobody
+    /// announced it (see `batch_landed`): it is announced here, once, as
+    /// the worker starts on the first of its tasks.
     #[cold]
     #[inline(never)]
     fn share_tasks(&self) {
@@ -573,7 +576,7 @@ impl WorkerThread {
         // searcher" rule, a worker that starts working wakes another for
         // the work it leaves behind.
         if private
-            || (self.moved_injected.replace(false) && !self.tasks.is_empty())
+            || (self.unannounced_batch.replace(false) && !self.tasks.is_empty())
             || self.registry.tasks.has_injected()
         {
             self.registry.notify_new_work();
@@ -618,11 +621,7 @@ impl WorkerThread {
     fn take_injected_tasks(&self) -> Option<Notified> {
         let first = self.registry.tasks.take_injected()?;
         self.move_injected_tasks();
-        if self.tasks.private_len() > 0 {
-            // As for a stolen batch: this worker runs the first now, and a
-            // worker busy at this moment may be idle before that poll ends.
-            self.tasks.share();
-        }
+        self.batch_landed();
         Some(first)
     }
 
@@ -634,7 +633,7 @@ impl WorkerThread {
             let Some(task) = self.registry.tasks.take_injected() else {
                 break;
             };
-            self.moved_injected.set(true);
+            self.unannounced_batch.set(true);
             if let Err(task) = self.tasks.push(task) {
                 // Full: the injector keeps it.
                 self.registry.inject_task(task);
@@ -686,11 +685,8 @@ impl WorkerThread {
             if let Some(idle) = idle {
                 idle.stole(self.idle_worker());
             }
-            if self.tasks.private_len() > 0 {
-                // A batch of stolen tasks landed in this worker's consumer
-                // block: share it at once (see "Tasks are never stranded").
-                self.share_stolen_tasks();
-            }
+            // A stolen batch of tasks may have come with it.
+            self.batch_landed();
             return Some(job);
         }
         self.take_injected_jobs()
@@ -902,7 +898,7 @@ impl WorkerThread {
             last_clock_look: Cell::new(Instant::now()),
             next_task_look: Cell::new(Instant::now()),
             serving_depth: Cell::new(0),
-            moved_injected: Cell::new(false),
+            unannounced_batch: Cell::new(false),
             index,
             registry,
             victims: Victims::new(index, settings.steal.clone(), settings.topology.clone()),
