@@ -27,6 +27,29 @@ enum LastHandle {
     BatchDestination,
 }
 
+impl LastHandle {
+    /// Drops the three handles of a test, `self` last.
+    fn drop_last<W, S, D>(self, worker: W, stealer: S, dest: D) {
+        match self {
+            LastHandle::Worker => {
+                drop(stealer);
+                drop(dest);
+                drop(worker);
+            }
+            LastHandle::Stealer => {
+                drop(worker);
+                drop(dest);
+                drop(stealer);
+            }
+            LastHandle::BatchDestination => {
+                drop(worker);
+                drop(stealer);
+                drop(dest);
+            }
+        }
+    }
+}
+
 macro_rules! drop_tests {
     ($variant:ident) => {
         mod $variant {
@@ -59,23 +82,7 @@ macro_rules! drop_tests {
                 for _ in 0..stolen {
                     drop(stealer.steal_batch_and_pop(&dest).success());
                 }
-                match last {
-                    LastHandle::Worker => {
-                        drop(stealer);
-                        drop(dest);
-                        drop(worker);
-                    }
-                    LastHandle::Stealer => {
-                        drop(worker);
-                        drop(dest);
-                        drop(stealer);
-                    }
-                    LastHandle::BatchDestination => {
-                        drop(worker);
-                        drop(stealer);
-                        drop(dest);
-                    }
-                }
+                last.drop_last(worker, stealer, dest);
                 let ledger = ledger.lock().unwrap();
                 assert!(accepted <= config.capacity());
                 assert_eq!(ledger.len(), pushed, "some items were never dropped");
@@ -219,23 +226,7 @@ fn fifo_shared_consumer_block_items_are_dropped_exactly_once() {
                 drop(stealer.steal().success());
             }
             assert!(worker.is_shared());
-            match last {
-                LastHandle::Worker => {
-                    drop(stealer);
-                    drop(dest);
-                    drop(worker);
-                }
-                LastHandle::Stealer => {
-                    drop(worker);
-                    drop(dest);
-                    drop(stealer);
-                }
-                LastHandle::BatchDestination => {
-                    drop(worker);
-                    drop(stealer);
-                    drop(dest);
-                }
-            }
+            last.drop_last(worker, stealer, dest);
             let ledger = ledger.lock().unwrap();
             assert_eq!(
                 ledger.len(),

@@ -8,23 +8,13 @@
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bwos::task::block_in_place;
 use bwos_testkit::watchdog;
 
 mod common;
-use common::pool;
-
-/// Waits (blocking the thread) until `done` or 10 s; returns `done()`.
-/// The bound makes a regression fail with a message instead of hanging.
-fn wait_until(done: impl Fn() -> bool) -> bool {
-    let end = Instant::now() + Duration::from_secs(10);
-    while !done() && Instant::now() < end {
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    done()
-}
+use common::{pool, wait_until};
 
 /// On a one-worker pool, a task queues ten tasks and then blocks in
 /// `block_in_place` until they ran: they run meanwhile, on the

@@ -14,7 +14,7 @@ use bwos::ThreadPoolBuilder;
 use bwos_testkit::watchdog;
 
 mod common;
-use common::pool;
+use common::{pool, wait_until};
 
 /// Busy for about `micros` microseconds of this thread's time.
 fn spin_for(micros: u64) {
@@ -124,14 +124,14 @@ fn a_timer_fires_while_a_computation_occupies_every_worker() {
     });
 }
 
-/// Waits (blocking the thread) until `done` or 10 s; returns `done()`.
-/// The bound makes a regression fail with a message instead of hanging.
-fn wait_until(done: impl Fn() -> bool) -> bool {
-    let end = Instant::now() + Duration::from_secs(10);
-    while !done() && Instant::now() < end {
-        std::thread::sleep(Duration::from_millis(1));
+/// Spawns `tasks` tasks from the calling worker that each count in `ran`.
+fn spawn_counting(ran: &Arc<AtomicUsize>, tasks: usize) {
+    for _ in 0..tasks {
+        let ran = ran.clone();
+        bwos::task::spawn(async move {
+            ran.fetch_add(1, Ordering::SeqCst);
+        });
     }
-    done()
 }
 
 /// A task spawns 20 short tasks and then blocks its worker (user code
@@ -152,12 +152,7 @@ fn tasks_spawned_before_a_block_run_on_the_idle_worker() {
                     // worker's queue: the worker's consumer sits in the
                     // block its producer fills, where the 20 go.
                     bwos::task::spawn(async {}).await.unwrap();
-                    for _ in 0..20 {
-                        let ran = ran.clone();
-                        bwos::task::spawn(async move {
-                            ran.fetch_add(1, Ordering::SeqCst);
-                        });
-                    }
+                    spawn_counting(&ran, 20);
                     // Blocks this worker until the other ran them all.
                     wait_until(|| ran.load(Ordering::SeqCst) == 20);
                     ran.load(Ordering::SeqCst)
@@ -203,12 +198,7 @@ fn tasks_pushed_after_another_worker_went_idle_run_there() {
                     // This poll started while the other worker was busy.
                     wait_until(|| other_done.load(Ordering::SeqCst));
                     std::thread::sleep(Duration::from_millis(5));
-                    for _ in 0..20 {
-                        let ran = ran.clone();
-                        bwos::task::spawn(async move {
-                            ran.fetch_add(1, Ordering::SeqCst);
-                        });
-                    }
+                    spawn_counting(&ran, 20);
                     wait_until(|| ran.load(Ordering::SeqCst) == 20);
                     ran.load(Ordering::SeqCst)
                 }

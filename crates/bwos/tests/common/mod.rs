@@ -11,6 +11,16 @@ pub fn pool(threads: usize) -> ThreadPool {
         .unwrap()
 }
 
+/// Waits (blocking the thread) until `done` or 10 s; returns `done()`.
+/// The bound makes a regression fail with a message instead of hanging.
+pub fn wait_until(done: impl Fn() -> bool) -> bool {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !done() && std::time::Instant::now() < end {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    done()
+}
+
 /// Recursive Fibonacci through `bwos::join`.
 pub fn fib(n: u64) -> u64 {
     if n < 2 {
