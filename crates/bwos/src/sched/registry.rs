@@ -218,9 +218,7 @@ impl Registry {
 
     fn lock_handles(&self) -> std::sync::MutexGuard<'_, Vec<JoinHandle<()>>> {
         // A poisoned lock only means a joiner panicked; the list is intact.
-        self.handles
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
+        lock(&self.handles)
     }
 
     /// Wakes worker `index` if it is parked.
@@ -705,8 +703,8 @@ fn drop_payload(payload: Box<dyn Any + Send>) {
     }
 }
 
-/// Locks `mutex`; a poisoned lock holds a consistent value here (no user
-/// code runs under these locks).
+/// Locks `mutex`, taking a poisoned lock as it is: the registry's locks
+/// guard lists and handles that no user code touches while it holds them.
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poison| poison.into_inner())
 }
