@@ -14,9 +14,11 @@ use std::time::{Duration, Instant};
 use bwos::{ThreadPoolBuildError, ThreadPoolBuilder};
 use bwos_testkit::watchdog;
 
-// Mutation caught: `Cell::run` never calling `Schedule::long_poll`, the
-// registry comparing with `<` (a long poll not counted), or `add_to` not
-// summing the counter.
+// Mutation caught: `group_took` comparing with `<` (a long poll not
+// counted), or `add_to` not summing the counter. (Without the count at
+// completion, `poll_completing`, the count would come a few instructions
+// after the handle resolved: a race this test loses too rarely to catch;
+// `sched::long_polls`' unit tests check it.)
 #[test]
 fn a_poll_that_spins_past_the_threshold_counts() {
     watchdog("a_poll_that_spins_past_the_threshold_counts", || {
@@ -36,6 +38,81 @@ fn a_poll_that_spins_past_the_threshold_counts() {
         // Counted on the worker before the task completes, so before the
         // handle returns.
         assert_eq!(pool.stats().long_polls, 1);
+    });
+}
+
+fn spin(time: Duration) {
+    let start = Instant::now();
+    while start.elapsed() < time {
+        std::hint::spin_loop();
+    }
+}
+
+// Polls are timed in groups that grow while polls are short
+// (`sched/long_polls.rs`): after thousands of short polls a long one still
+// counts, once, and before its handle resolves; the next long ones too.
+// Mutation caught: groups never falling back to one poll (the two
+// spinners would share a group: 2 instead of 3).
+#[test]
+fn long_polls_after_many_short_ones_count_one_by_one() {
+    watchdog("long_polls_after_many_short_ones_count_one_by_one", || {
+        let pool = ThreadPoolBuilder::new()
+            .num_threads(1)
+            .long_poll_threshold(Duration::from_millis(10))
+            .build()
+            .unwrap();
+        let yielder = pool.spawn_task(async {
+            for _ in 0..20_000 {
+                bwos::task::yield_now().await;
+            }
+        });
+        pool.block_on(yielder).unwrap();
+        assert_eq!(pool.stats().long_polls, 0);
+        let spinner = pool.spawn_task(async { spin(Duration::from_millis(30)) });
+        pool.block_on(spinner).unwrap();
+        assert_eq!(pool.stats().long_polls, 1);
+        // Two long polls back to back, each yielding once in between.
+        let spinners: Vec<_> = (0..2)
+            .map(|_| {
+                pool.spawn_task(async {
+                    spin(Duration::from_millis(15));
+                    bwos::task::yield_now().await;
+                })
+            })
+            .collect();
+        for spinner in spinners {
+            pool.block_on(spinner).unwrap();
+        }
+        assert_eq!(pool.stats().long_polls, 3);
+    });
+}
+
+// A group of polls ends before the worker runs a fork/join job or idles:
+// neither is a poll's time. Mutation caught: the scheduler loop not
+// closing the group before a job (the 30 ms job counts), or before it
+// idles (the 30 ms sleep counts).
+#[test]
+fn jobs_and_sleeps_between_short_polls_do_not_count() {
+    watchdog("jobs_and_sleeps_between_short_polls_do_not_count", || {
+        let pool = ThreadPoolBuilder::new()
+            .num_threads(1)
+            .long_poll_threshold(Duration::from_millis(10))
+            .build()
+            .unwrap();
+        let task = pool.spawn_task(async {
+            for round in 0..3_000 {
+                bwos::task::yield_now().await;
+                if round == 1_000 {
+                    // Runs on this worker between two of this task's polls.
+                    bwos::spawn(|| spin(Duration::from_millis(30)));
+                }
+                if round == 2_000 {
+                    bwos::time::sleep(Duration::from_millis(30)).await;
+                }
+            }
+        });
+        pool.block_on(task).unwrap();
+        assert_eq!(pool.stats().long_polls, 0);
     });
 }
 

@@ -126,6 +126,27 @@ pub(crate) fn duration(ticks: u64) -> Duration {
     Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
 }
 
+/// The ticks `time` lasts at the counter's rate measured since [`init`],
+/// once the counter has run at least [`CALIBRATION`] since (at the
+/// slowest rate expected; a few milliseconds on a GHz counter, over
+/// which `Instant`'s reads measure the rate to a hundredth of a percent);
+/// `None` before. Slow (an `Instant` read and a division): for the cold
+/// paths that tune how often the clock is read.
+pub(crate) fn ticks_in(time: Duration) -> Option<u64> {
+    let anchor = anchor();
+    if ticks().wrapping_sub(anchor.ticks) < ticks_in_at_least(CALIBRATION) {
+        return None;
+    }
+    let (now_ticks, now) = read_pair();
+    let span_ticks = now_ticks.saturating_sub(anchor.ticks);
+    let span_nanos = now.duration_since(anchor.instant).as_nanos().max(1);
+    let ticks = time.as_nanos() * u128::from(span_ticks) / span_nanos;
+    Some(u64::try_from(ticks).unwrap_or(u64::MAX))
+}
+
+/// See [`ticks_in`].
+pub(crate) const CALIBRATION: Duration = Duration::from_millis(20);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,6 +177,28 @@ mod tests {
         assert!(measured <= outer.mul_f64(1.01), "{measured:?} > {outer:?}");
         // An interval of fewer ticks than the bound is shorter than 20 ms.
         assert!(spun >= ticks_in_at_least(Duration::from_millis(20)));
+    }
+
+    // Mutation caught: the ratio upside down, or `None` forever.
+    #[test]
+    #[cfg_attr(miri, ignore = "spins for milliseconds")]
+    fn ticks_in_is_the_measured_rate_once_calibrated() {
+        init();
+        let start = Instant::now();
+        while start.elapsed() < CALIBRATION {
+            std::hint::spin_loop();
+        }
+        let second = loop {
+            if let Some(second) = ticks_in(Duration::from_secs(1)) {
+                break second;
+            }
+            std::hint::spin_loop();
+        };
+        // An interval of that many ticks lasts a second, give or take the
+        // rate's error (see the test above).
+        let as_time = duration(second);
+        assert!(as_time > Duration::from_millis(990), "{as_time:?}");
+        assert!(as_time < Duration::from_millis(1010), "{as_time:?}");
     }
 
     #[test]

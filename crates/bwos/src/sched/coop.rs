@@ -18,8 +18,7 @@
 //! its worker waits for stolen work inside another task's poll) has its
 //! own and the outer one continues where it stopped. Outside any poll (a
 //! plain thread, or a worker between tasks) the budget is unconstrained
-//! and operations never yield for it. The same thread-local word holds
-//! when the task poll started, for the long-poll count ([`PollState`]).
+//! and operations never yield for it.
 //!
 //! The front ends spend it through [`poll_budgeted`] (or
 //! [`poll_proceed`] and [`made_progress`] when the check and the spending
@@ -29,26 +28,20 @@
 //! # Cost
 //! A check and a spend are each an access to a `const` thread-local
 //! `Cell` (no lazy initialization, no destructor), a few instructions.
-//! Every task poll pays for saving, setting and restoring the word, and
-//! for the two clock reads that time it. Measured with callgrind on the
-//! `spawn_wake` example (10,000 tasks x 3 yields, 40,000 polls of about
-//! 870 instructions each, scheduler included: the worst case, as each
-//! instruction per poll is 0.12% of its total): 34.62 M instructions
-//! before, 35.06 M with the budget (+1.3%: about 8 instructions per
-//! poll, and 10 per awaited `JoinHandle`), 35.73 M with the long-poll
-//! timing too (+3.2% in all; the clock reads and the compare are about 11
-//! instructions, the registers they take from the poll's own code the
-//! rest). Layouts measured and dropped: a guard restoring the budget
-//! inside `catch_unwind` (+3 per poll), a second thread-local for the
-//! start (+23 per poll in all, as it takes a register of its own), the
-//! start shifted above the budget byte (+3), the bookkeeping around the
-//! whole entry in `Notified::run` (+1.4 M in all: it undoes the tail call
-//! of the job into the task).
+//! Every task poll pays for saving, setting and restoring the byte.
+//! Measured with callgrind on the `spawn_wake` example (10,000 tasks x 3
+//! yields, 40,000 polls of about 870 instructions each, scheduler
+//! included: the worst case, as each instruction per poll is 0.12% of its
+//! total): 34.62 M instructions before, 35.06 M with the budget (+1.3%:
+//! about 8 instructions per poll, and 10 per awaited `JoinHandle`).
+//! Layouts measured and dropped: a guard restoring the budget inside
+//! `catch_unwind` (+3 per poll), the bookkeeping around the whole entry in
+//! `Notified::run` (+1.4 M in all: it undoes the tail call of the job into
+//! the task). Polls are not timed here: `sched/long_polls.rs` times them
+//! in groups, in the scheduler loop.
 
 use std::cell::Cell;
 use std::task::{Context, Poll};
-
-use super::clock;
 
 /// The units a poll starts with: tokio's number, large enough that a busy
 /// task pays for a yield once per 128 operations, small enough that the
@@ -84,62 +77,29 @@ impl Budget {
 // A fresh budget fits the byte.
 const _: () = assert!(POLL_BUDGET < u8::MAX);
 
-/// The poll running on this thread: the poll clock's ticks when it
-/// started (`sched/clock.rs`), for `PoolStats::long_polls`, with its
-/// [`Budget`] in place of the low byte (256 ticks, some 100 ns, do not
-/// matter to a threshold of a millisecond or more). One word, so that
-/// saving and restoring it around a nested poll keeps both in one
-/// register (the module docs say what it costs).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct PollState(u64);
-
-impl PollState {
-    /// Outside any poll: no budget limit, no start.
-    const OUTSIDE: PollState = PollState(Budget::UNCONSTRAINED.0 as u64);
-
-    #[inline]
-    fn budget(self) -> Budget {
-        Budget(self.0 as u8)
-    }
-
-    #[inline]
-    fn with_budget(self, budget: Budget) -> PollState {
-        PollState((self.0 & !0xff) | u64::from(budget.0))
-    }
-}
-
 thread_local! {
-    /// The poll running on this thread. `const` and without a destructor:
-    /// an access is a plain load or store at a fixed offset of the
-    /// thread's block, never a lazy initialization.
-    static CURRENT: Cell<PollState> = const { Cell::new(PollState::OUTSIDE) };
+    /// The budget of the poll running on this thread (unconstrained
+    /// outside any poll). `const` and without a destructor: an access is a
+    /// plain load or store at a fixed offset of the thread's block, never
+    /// a lazy initialization.
+    static CURRENT: Cell<Budget> = const { Cell::new(Budget::UNCONSTRAINED) };
 }
 
-/// Starts a task poll: a fresh budget, and the clock read. Returns the
-/// state it replaces, which [`leave_poll`] puts back (a poll may run
-/// nested in another's, while that one's worker waits for stolen work).
+/// Starts a task poll: a fresh budget. Returns the budget it replaces,
+/// which [`leave_poll`] puts back (a poll may run nested in another's,
+/// while that one's worker waits for stolen work).
 ///
 /// The task cell's poll uses this pair rather than [`budget`]: its poll
 /// runs inside `catch_unwind`, so the pair around it needs no unwinding
 /// path, which measured 3 instructions per poll less than a guard.
 #[inline]
-pub(crate) fn enter_poll() -> PollState {
-    let fresh = PollState((clock::ticks() & !0xff) | u64::from(Budget::INITIAL.0));
-    CURRENT.with(|current| current.replace(fresh))
-}
-
-/// The ticks since the current task poll's [`enter_poll`] (give or take
-/// the 256 its budget's byte hides). A thread moved to a core whose
-/// counter is a little behind may see a "negative" difference: near
-/// `u64::MAX`.
-#[inline]
-pub(crate) fn poll_ticks() -> u64 {
-    clock::ticks().wrapping_sub(CURRENT.with(Cell::get).0)
+pub(crate) fn enter_poll() -> Budget {
+    CURRENT.with(|current| current.replace(Budget::INITIAL))
 }
 
 /// Ends a task poll begun by [`enter_poll`], which returned `outer`.
 #[inline]
-pub(crate) fn leave_poll(outer: PollState) {
+pub(crate) fn leave_poll(outer: Budget) {
     CURRENT.with(|current| current.set(outer));
 }
 
@@ -160,8 +120,8 @@ pub(crate) fn with_unconstrained<R>(f: impl FnOnce() -> R) -> R {
 
 #[inline]
 fn with_budget<R>(budget: Budget, f: impl FnOnce() -> R) -> R {
-    /// Puts the previous state back, on return or unwind.
-    struct Restore(PollState);
+    /// Puts the previous budget back, on return or unwind.
+    struct Restore(Budget);
 
     impl Drop for Restore {
         #[inline]
@@ -170,11 +130,7 @@ fn with_budget<R>(budget: Budget, f: impl FnOnce() -> R) -> R {
         }
     }
 
-    let _restore = Restore(CURRENT.with(|current| {
-        let previous = current.get();
-        current.set(previous.with_budget(budget));
-        previous
-    }));
+    let _restore = Restore(CURRENT.with(|current| current.replace(budget)));
     f()
 }
 
@@ -185,7 +141,7 @@ fn with_budget<R>(budget: Budget, f: impl FnOnce() -> R) -> R {
 /// completed.
 #[inline]
 pub(crate) fn poll_proceed(cx: &Context<'_>) -> Poll<()> {
-    if CURRENT.with(Cell::get).budget().is_spent() {
+    if CURRENT.with(Cell::get).is_spent() {
         cx.waker().wake_by_ref();
         Poll::Pending
     } else {
@@ -197,17 +153,14 @@ pub(crate) fn poll_proceed(cx: &Context<'_>) -> Poll<()> {
 /// completed.
 #[inline]
 pub(crate) fn made_progress() {
-    CURRENT.with(|current| {
-        let state = current.get();
-        current.set(state.with_budget(state.budget().spend()));
-    });
+    CURRENT.with(|current| current.set(current.get().spend()));
 }
 
 /// Whether the current budget has a unit left (an unconstrained one
 /// always has).
 #[inline]
 pub(crate) fn has_budget_remaining() -> bool {
-    !CURRENT.with(Cell::get).budget().is_spent()
+    !CURRENT.with(Cell::get).is_spent()
 }
 
 /// Polls a ready operation under the budget: `Pending` (with `cx` woken)
@@ -249,7 +202,7 @@ mod tests {
     }
 
     fn current_budget() -> Budget {
-        CURRENT.with(Cell::get).budget()
+        CURRENT.with(Cell::get)
     }
 
     fn ready_op(cx: &mut Context<'_>) -> Poll<()> {

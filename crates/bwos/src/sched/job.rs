@@ -43,6 +43,15 @@ impl JobRef {
         std::ptr::eq(self.data, other.data)
     }
 
+    /// Whether the job runs by calling `execute` (tells a kind of job from
+    /// the others: `Notified::is_entry`). Compares the functions'
+    /// addresses: `execute` must be a function that is not generic and
+    /// not `#[inline]`, so that it has exactly one.
+    #[inline]
+    pub(crate) fn runs(self, execute: unsafe fn(*const ())) -> bool {
+        self.execute as usize == execute as usize
+    }
+
     /// Runs the job. Each `JobRef` must be executed exactly once, while
     /// the job it points to is alive.
     ///

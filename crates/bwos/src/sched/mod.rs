@@ -51,6 +51,7 @@ pub(crate) mod global;
 pub(crate) mod idle;
 pub(crate) mod job;
 pub(crate) mod latch;
+pub(crate) mod long_polls;
 pub(crate) mod pool;
 pub(crate) mod queues;
 pub(crate) mod registry;

@@ -420,6 +420,20 @@ impl Registry {
         })
     }
 
+    /// A task of this pool completed on the calling thread after its
+    /// group of polls took `ticks` (see `Schedule::long_poll`): the
+    /// worker counts a long poll if that was longer than the threshold.
+    /// Tasks of a pool are polled by its workers (and their replacements)
+    /// only.
+    #[cold]
+    pub(crate) fn long_poll(&self, ticks: u64) {
+        self.with_current_worker(|worker| {
+            if let Some(worker) = worker {
+                worker.poll_completed(ticks);
+            }
+        });
+    }
+
     /// Calls `f` with the current pool's registry: the calling worker's,
     /// the one the calling thread entered (in `block_on`, on a blocking
     /// thread: see `context.rs`), or the global pool's.

@@ -14,9 +14,6 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::clock;
-use super::registry::Registry;
-
 /// What the workers of a pool did while they looked for work, and the
 /// task polls that ran long, summed over all workers since the pool was
 /// built. Returned by
@@ -188,27 +185,5 @@ impl WorkerCounters {
         sum.worklist_items_stolen += get(&self.worklist_items_stolen);
         sum.worklist_spilled += get(&self.worklist_spilled);
         sum.long_polls += get(&self.long_polls);
-    }
-}
-
-impl Registry {
-    /// A task poll on the calling worker took `ticks` of the poll clock
-    /// (and so may be long): counts it in `long_polls` if it took longer
-    /// than the pool's threshold.
-    #[cold]
-    pub(crate) fn long_poll(&self, ticks: u64) {
-        // A "negative" interval (the thread moved to a core whose counter
-        // is a little behind: `coop::poll_ticks`) wraps to near `u64::MAX`.
-        if ticks >= 1 << 63 {
-            return;
-        }
-        if clock::duration(ticks) > self.long_poll_threshold() {
-            // Tasks of a pool are polled by its workers only.
-            self.with_current_worker(|worker| {
-                if let Some(worker) = worker {
-                    worker.counters().long_poll();
-                }
-            });
-        }
     }
 }

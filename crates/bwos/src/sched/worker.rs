@@ -91,6 +91,7 @@ use super::idle::sleep::IdleHint;
 use super::idle::{Idle, IdleConfig, IdlePolicy, IdleWorker};
 use super::job::{AbortOnUnwind, JobRef};
 use super::latch::CoreLatch;
+use super::long_polls::{self, PollTiming};
 use super::queues::{
     INJECTOR_BATCH, INJECTOR_INTERVAL, MAX_JOINS_PER_CLOCK_LOOK, MIN_JOINS_PER_CLOCK_LOOK,
     TASK_SLICE,
@@ -154,6 +155,8 @@ pub(crate) struct WorkerThread {
     /// How many task-serving turns between jobs are on this thread's
     /// stack now (at most [`MAX_SERVING_DEPTH`]).
     serving_depth: Cell<u8>,
+    /// How this worker times its task polls (`long_polls.rs`).
+    poll_timing: PollTiming,
     index: usize,
     pub(super) registry: Arc<Registry>,
     victims: Victims,
@@ -248,7 +251,12 @@ impl WorkerThread {
                 self.share_tasks_if_idle();
                 // SAFETY: as in `run_until`: a job taken out of the pool's
                 // queues is executed once, by its taker.
-                unsafe { job.execute() };
+                let run = || unsafe { job.execute() };
+                if Notified::is_entry(job) {
+                    long_polls::time_one(&self.poll_timing, || self.counters(), run);
+                } else {
+                    run();
+                }
                 Yield::Executed
             }
             None => Yield::Idle,
@@ -483,14 +491,28 @@ impl WorkerThread {
             .or_else(|| self.take_injected_tasks())
         {
             self.share_tasks_if_idle();
-            // SAFETY: as in `run_until`: a task taken out of the pool's
-            // queues is run once, by its taker.
-            unsafe { task.into_job_ref().execute() };
+            long_polls::time_one(
+                &self.poll_timing,
+                || self.counters(),
+                || {
+                    // SAFETY: as in `run_until`: a task taken out of the pool's
+                    // queues is run once, by its taker.
+                    unsafe { task.into_job_ref().execute() }
+                },
+            );
             if Instant::now() >= until {
                 break;
             }
         }
         self.serving_depth.set(self.serving_depth.get() - 1);
+    }
+
+    /// A task's poll completed it after its group of polls took `ticks`
+    /// (`long_polls::poll_completing`): counts a long poll if that was
+    /// longer than the threshold.
+    #[cold]
+    pub(crate) fn poll_completed(&self, ticks: u64) {
+        self.poll_timing.completed(ticks, self.counters());
     }
 
     /// The newest local job.
@@ -502,27 +524,40 @@ impl WorkerThread {
     /// Queues a woken task at the back of this worker's task queue (the
     /// injector's when it is full) and, if some worker is hungry, makes
     /// sure one is awake to steal it.
+    ///
+    /// Inlined into the wake-ups (yield, schedule) with the idle case out
+    /// of line: out of line as a whole it cost 2% more instructions on a
+    /// task spawn/wake loop (callgrind, `bwos-bench/examples/spawn_wake.rs`).
+    #[inline(always)]
     pub(crate) fn push_task(&self, task: Notified) {
-        let private_before = self.tasks.private_len();
         if let Err(task) = self.tasks.push(task) {
             self.registry.inject_task(task);
             return;
         }
-        // The real hint even without lazy queueing. A task pushed outside
-        // the owner's consumer block is stealable at once; one pushed into
-        // it (the consumer has caught up with the producer's block) is
-        // not until the block is shared (see "Tasks are never stranded"),
-        // which a second private task triggers: a lone one is what the
-        // running task spawned or woke last, which it usually waits for.
+        // The real hint even without lazy queueing.
         if self.real_idle_hint().anyone_idle() {
-            // Two tasks wait once two sit in the consumer block, or one
-            // does and this one landed after it, in the next block.
-            let private = self.tasks.private_len();
-            if private >= 2 || (private == 1 && private_before == 1) {
-                self.tasks.share();
-            }
-            self.registry.notify_new_work();
+            self.offer_pushed_task();
         }
+    }
+
+    /// A task was pushed while some worker is idle. A task pushed outside
+    /// the owner's consumer block is stealable at once; one pushed into it
+    /// (the consumer has caught up with the producer's block) is not until
+    /// the block is shared (see "Tasks are never stranded"), which a
+    /// second private task triggers: a lone one is what the running task
+    /// spawned or woke last, which it usually waits for.
+    #[cold]
+    #[inline(never)]
+    fn offer_pushed_task(&self) {
+        // Two tasks wait once two sit in the consumer block, or one does
+        // and this one landed after it, in a later block (had it landed in
+        // the consumer block, the queue would hold nothing else: the
+        // consumer block holds the oldest entries).
+        let private = self.tasks.private_len();
+        if private >= 2 || (private == 1 && self.tasks.len() >= 2) {
+            self.tasks.share();
+        }
+        self.registry.notify_new_work();
     }
 
     /// Before running a job or a task: if some worker is idle, opens the
@@ -744,22 +779,40 @@ impl WorkerThread {
 
     /// The scheduler loop: runs work until `latch` is set, idling in
     /// `idle` between jobs.
+    ///
+    /// Task polls run back to back are timed in groups for
+    /// `PoolStats::long_polls` (`long_polls.rs`); a group ends before
+    /// anything else runs here.
     fn run_until(&self, latch: &CoreLatch, mut idle: Idle) {
+        let outer = long_polls::enter_loop();
         while !latch.probe() {
             match self.find_work(Some(&mut idle)) {
                 Some(job) => {
                     idle.work_found(self.idle_worker());
                     self.share_tasks_if_idle();
                     self.beat();
-                    // SAFETY: every `JobRef` in the pool's queues and
-                    // injector is executed exactly once, by whoever takes
-                    // it out; its job is alive until then (stack jobs'
-                    // frames wait for their latch, heap jobs own themselves).
-                    unsafe { job.execute() };
+                    if Notified::is_entry(job) {
+                        long_polls::before_poll(&self.poll_timing);
+                        // SAFETY: every `JobRef` in the pool's queues and
+                        // injector is executed exactly once, by whoever
+                        // takes it out; its job is alive until then (stack
+                        // jobs' frames wait for their latch, heap jobs and
+                        // task entries own themselves).
+                        unsafe { job.execute() };
+                        long_polls::after_poll(&self.poll_timing, || self.counters());
+                    } else {
+                        long_polls::close(&self.poll_timing, || self.counters());
+                        // SAFETY: as above.
+                        unsafe { job.execute() };
+                    }
                 }
-                None => idle.no_work_found(self.idle_worker(), latch),
+                None => {
+                    long_polls::close(&self.poll_timing, || self.counters());
+                    idle.no_work_found(self.idle_worker(), latch);
+                }
             }
         }
+        long_polls::leave_loop(outer, &self.poll_timing, || self.counters());
         idle.work_found(self.idle_worker());
     }
 
@@ -898,6 +951,7 @@ impl WorkerThread {
             last_clock_look: Cell::new(Instant::now()),
             next_task_look: Cell::new(Instant::now()),
             serving_depth: Cell::new(0),
+            poll_timing: PollTiming::new(registry.long_poll_threshold()),
             unannounced_batch: Cell::new(false),
             index,
             registry,

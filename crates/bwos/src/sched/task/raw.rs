@@ -38,13 +38,8 @@ use std::ptr::NonNull;
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
 use super::state::{EndPoll, StartPoll, State, Wake};
-use crate::sched::builder::MIN_LONG_POLL_THRESHOLD;
 use crate::sched::job::JobRef;
-use crate::sched::{clock, coop};
-
-/// Polls at least this many ticks of the poll clock long may be longer
-/// than the shortest long-poll threshold; shorter ones are not.
-const MAY_BE_LONG: u64 = clock::ticks_in_at_least(MIN_LONG_POLL_THRESHOLD);
+use crate::sched::{coop, long_polls};
 
 /// How a task is queued when it is woken: the executor's side of a task.
 pub(crate) trait Schedule: Send + Sync + 'static {
@@ -64,11 +59,12 @@ pub(crate) trait Schedule: Send + Sync + 'static {
         self.schedule(task);
     }
 
-    /// A poll of the task's future took `ticks` of the poll clock
-    /// (`sched/clock.rs`), enough that it may be longer than the shortest
-    /// long-poll threshold: the executor counts it if it is longer than
-    /// its own. Called on the thread that polled, right after the poll. By
-    /// default nothing.
+    /// A poll of the task's future returned `Ready` after its group of
+    /// polls took `ticks` of the poll clock (`sched/long_polls.rs`), enough
+    /// that it may be longer than the shortest long-poll threshold: the
+    /// executor counts it if it is longer than its own. Called on the
+    /// thread that polled, before the output is stored, so that whoever
+    /// awaits the task sees the count. By default nothing.
     fn long_poll(&self, ticks: u64) {
         let _ = ticks;
     }
@@ -318,10 +314,9 @@ where
                 let mut cx = Context::from_waker(&waker);
                 // Each poll has a fresh cooperative budget, so that a
                 // task whose operations are always ready yields after
-                // `POLL_BUDGET` of them, and is timed for
-                // `PoolStats::long_polls` (`sched/coop.rs`, whose docs say
+                // `POLL_BUDGET` of them (`sched/coop.rs`, whose docs say
                 // what this costs). Set outside `catch_unwind`, which
-                // returns on a panic too: restoring the thread's poll state
+                // returns on a panic too: restoring the thread's budget
                 // afterwards then needs no unwinding path.
                 let outer = coop::enter_poll();
                 let polled = panic::catch_unwind(AssertUnwindSafe(|| {
@@ -334,14 +329,14 @@ where
                             // is dropped in place), so pinning it is sound.
                             let future = unsafe { Pin::new_unchecked(future) };
                             let polled = future.poll(&mut cx);
-                            // Right after the poll, in the closure: checked
-                            // after `catch_unwind`, the poll's outcome had
-                            // to be kept in registers across the clock read
-                            // (3 instructions per poll more). A poll that
-                            // panics is not timed.
-                            let took = coop::poll_ticks();
-                            if took >= MAY_BE_LONG {
-                                cell.scheduler.long_poll(took);
+                            // Polls are timed by the scheduler loop, after
+                            // they return; one that completes the task is
+                            // looked at here, before its handle can see
+                            // the output (a clock read per task).
+                            if polled.is_ready()
+                                && let Some(ticks) = long_polls::poll_completing()
+                            {
+                                cell.scheduler.long_poll(ticks);
                             }
                             polled
                         }
@@ -655,6 +650,14 @@ impl Notified {
         unsafe { JobRef::new(header.as_ptr().cast_const().cast(), run_entry) }
     }
 
+    /// Whether `job` is a task's entry (made by
+    /// [`into_job_ref`](Self::into_job_ref)) rather than a fork/join job:
+    /// the scheduler loop times task polls (`sched/long_polls.rs`).
+    #[inline]
+    pub(crate) fn is_entry(job: JobRef) -> bool {
+        job.runs(run_entry)
+    }
+
     /// The task's address, to tell entries apart.
     pub(crate) fn addr(&self) -> usize {
         self.0.as_ptr() as usize
@@ -671,6 +674,8 @@ impl Notified {
 ///
 /// # Safety
 /// `data` comes from `into_job_ref`, whose entry was not run yet.
+// Never inlined, so that its address is one (`Notified::is_entry`).
+#[inline(never)]
 unsafe fn run_entry(data: *const ()) {
     // SAFETY: a non-null header pointer whose entry (and reference) the
     // job owned; it is rebuilt once, here.
