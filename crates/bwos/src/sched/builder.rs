@@ -270,10 +270,18 @@ impl ThreadPoolBuilder {
     ///
     /// Allowed: from 1 ms to 1 hour; anything else makes
     /// [`build`](Self::build) fail with
-    /// [`ThreadPoolBuildError::InvalidOption`]. Polls are timed on x86_64
-    /// by the CPU's time-stamp counter (a few instructions per poll); the
-    /// count assumes a counter of at least 250 MHz, as on every x86_64
-    /// CPU with a constant-rate counter.
+    /// [`ThreadPoolBuildError::InvalidOption`].
+    ///
+    /// Polls run back to back are timed in groups (on x86_64 by the CPU's
+    /// time-stamp counter, which is assumed to tick at 250 MHz or more),
+    /// so that short polls pay for no clock read: a group grows while its
+    /// polls take well under a 64th of the threshold, up to 128 polls, and
+    /// falls to one poll as soon as a poll is long. A group longer than the
+    /// threshold counts once: right after a run of short polls, two long
+    /// polls in a row may count as one, and a group of many polls that all
+    /// became 64 times longer at once counts as one long poll. A poll that
+    /// completes its task is counted before its
+    /// [`JoinHandle`](crate::task::JoinHandle) resolves.
     ///
     /// ```
     /// use std::time::{Duration, Instant};

@@ -1,18 +1,18 @@
 //! A cheap clock for short intervals measured on one thread, such as the
-//! length of a task poll (`PoolStats::long_polls`): [`ticks`] on the fast
-//! path, [`duration`] to turn the few long intervals into time.
+//! length of a group of task polls (`PoolStats::long_polls`,
+//! `long_polls.rs`): [`ticks`] on the fast path, [`duration`] to turn the
+//! few long intervals into time.
 //!
 //! # Why not `Instant`
-//! Timing every task poll reads the clock twice per poll. Under callgrind
-//! (`valgrind --tool=callgrind`, which counts every instruction, the vDSO's
-//! included) one `Instant::now()` is about 63 instructions and one
-//! `clock_gettime(CLOCK_MONOTONIC_COARSE)` about 20, while the `spawn_wake`
-//! example's polls are a few hundred instructions each: two `Instant`
-//! reads per poll would cost it some 15%, two coarse reads 5% (and the
-//! coarse clock moves in steps of 1 to 4 ms). On x86_64 the clock here is
-//! the time-stamp counter instead: one `rdtsc`, a few instructions per
-//! read. It counts at a constant rate on the CPUs of the last fifteen
-//! years ("invariant TSC") and is synchronized between cores.
+//! Under callgrind (`valgrind --tool=callgrind`, which counts every
+//! instruction, the vDSO's included) one `Instant::now()` is about 63
+//! instructions and one `clock_gettime(CLOCK_MONOTONIC_COARSE)` about 20
+//! (and the coarse clock moves in steps of 1 to 4 ms). On x86_64 the clock
+//! here is the time-stamp counter instead: one `rdtsc`, a few
+//! instructions per read, though 7 to 15 ns of time on the machines we
+//! measure: too much to read twice per poll (see `long_polls.rs`), cheap
+//! per group of polls. It counts at a constant rate on the CPUs of the
+//! last fifteen years ("invariant TSC") and is synchronized between cores.
 //!
 //! Ticks become time only for intervals that may matter: the caller first
 //! compares the ticks with [`ticks_in_at_least`] of its shortest threshold,
