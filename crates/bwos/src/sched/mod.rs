@@ -29,6 +29,8 @@
 //! - the cooperative budget a task poll spends on ready operations
 //!   (`coop.rs`), which the front ends' operations check, and the cheap
 //!   clock that times task polls for the long-poll count (`clock.rs`);
+//! - with feature `tokio-compat`, the tokio runtime context every thread
+//!   that runs pool work enters (`tokio_compat.rs`);
 //! - the calling thread's place in the pools: `yield_now`,
 //!   `current_thread_index` and friends (`current.rs`), and the pool a
 //!   thread outside the pools works for in `block_on` or on a blocking
@@ -65,4 +67,6 @@ pub(crate) mod steal_view;
 pub(crate) mod sync;
 pub(crate) mod task;
 pub(crate) mod time;
+#[cfg(feature = "tokio-compat")]
+pub(crate) mod tokio_compat;
 pub(crate) mod worker;

@@ -61,6 +61,8 @@ pub(crate) fn block_in_place<R>(f: impl FnOnce() -> R) -> R {
     let replacement = thread.spawn({
         let give_back = Arc::clone(&give_back);
         move || {
+            #[cfg(feature = "tokio-compat")]
+            let _tokio = super::tokio_compat::enter();
             // SAFETY: the worker lives on the original thread's stack,
             // below this `block_in_place`, which joins this thread before
             // it returns; that thread left the worker before this thread

@@ -826,6 +826,8 @@ impl WorkerThread {
         started: Arc<Started>,
     ) {
         let guard = AbortOnUnwind::new("a worker thread's scheduler loop");
+        #[cfg(feature = "tokio-compat")]
+        let _tokio = super::tokio_compat::enter();
         if settings.pin_threads
             && let Err(error) = pin_current_thread(index)
         {
@@ -918,6 +920,8 @@ impl WorkerThread {
         settings: WorkerSettings,
     ) {
         debug_assert!(Self::with_current(|worker| worker.is_none()));
+        #[cfg(feature = "tokio-compat")]
+        super::tokio_compat::enter_for_life();
         let worker: &'static WorkerThread = Box::leak(Box::new(Self::new(
             registry, index, queue, tasks, settings, true,
         )));

@@ -51,6 +51,9 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
 
 /// [`block_on`] for `registry`'s pool.
 pub(crate) fn block_on_in<F: Future>(registry: &Arc<Registry>, future: F) -> F::Output {
+    // Dropped after the future, which may hold tokio guards of its own.
+    #[cfg(feature = "tokio-compat")]
+    let _tokio = crate::sched::tokio_compat::enter();
     context::enter(registry, || {
         let mut future = pin!(future);
         let signal = Arc::new(Signal {

@@ -142,6 +142,8 @@ impl Shared {
     /// A blocking thread's body: run entries until idle for `keep_alive`
     /// or shut down.
     fn run(self: Arc<Self>) {
+        #[cfg(feature = "tokio-compat")]
+        let _tokio = super::tokio_compat::enter();
         let waiter = Rc::new(self.queue.waiter());
         THIS_THREAD.with(|this| *this.borrow_mut() = Some((Arc::clone(&self), Rc::clone(&waiter))));
         while let Some(task) = self.queue.next(&waiter, self.keep_alive) {
