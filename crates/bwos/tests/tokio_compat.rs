@@ -2,11 +2,12 @@
 //! from bwos tasks, blocking threads, `block_in_place` and `block_on`, and
 //! what runs where (`src/sched/tokio_compat.rs`). Loopback servers only.
 //!
-//! Most tests catch the same mutation: a worker thread that does not enter
-//! the compat runtime's context (the `tokio_compat::enter()` call in
-//! `WorkerThread::main` removed), under which every tokio call in a task
-//! panics with "there is no reactor running". Each test names the
-//! mutation it alone catches, if any.
+//! Every test that calls tokio in a task catches the same mutation: a
+//! worker thread that does not enter the compat runtime's context (the
+//! `tokio_compat::enter()` call in `WorkerThread::main` removed), under
+//! which every tokio call in a task panics with "there is no reactor
+//! running" (run once: 7 of these 11 tests fail). The comment above a test
+//! names the other mutations it catches.
 
 #![cfg(all(feature = "tokio-compat", not(bwos_loom)))]
 
@@ -36,9 +37,14 @@ fn thread_name() -> Option<String> {
     thread::current().name().map(str::to_owned)
 }
 
-/// The name of the thread on which `handle`'s runtime runs its tasks.
+/// The name of the thread on which `handle`'s runtime runs its tasks;
+/// `None` if it runs none within [`PATIENCE`] (a runtime whose thread is
+/// blocked, the caller's own).
 fn runtime_thread(handle: &Handle) -> Option<String> {
-    bwos::block_on(handle.spawn(async { thread_name() })).unwrap()
+    let spawned = handle.spawn(async { thread_name() });
+    bwos::block_on(bwos::time::timeout(PATIENCE, spawned))
+        .ok()?
+        .unwrap()
 }
 
 /// A GET with reqwest (hyper-util's client, tokio's sockets, its
@@ -140,34 +146,35 @@ fn tokio_fs_reads_a_file_in_a_task() {
 /// `tokio::time::timeout` in a bwos task: it fires around a future that
 /// never ends, and lets through one that ends first.
 ///
-/// Mutation caught (alone): the compat runtime without a thread that
-/// drives it (its `block_on(pending())` replaced by a thread that parks
-/// holding the runtime): tokio's timer never fires, and bwos's own
+/// Mutation caught: the compat runtime without a thread that drives it
+/// (its `block_on(pending())` replaced by a thread that parks holding the
+/// runtime): tokio's timer never fires, and bwos's own
 /// timeout around it reports that instead of a hang.
 #[test]
 fn tokio_timeout_fires_and_lets_a_finished_future_through() {
-    watchdog("tokio_timeout_fires_and_lets_a_finished_future_through", || {
-        let pool = pool(2);
-        pool.block_on(pool.spawn_task(async {
-            let never = tokio::time::timeout(
-                Duration::from_millis(10),
-                std::future::pending::<()>(),
-            );
-            let fired = bwos::time::timeout(PATIENCE, never)
-                .await
-                .expect("tokio's timer fires (is the compat runtime driven?)");
-            assert!(fired.is_err(), "a timeout around a pending future fired");
-            assert!(bwos::current_thread_index().is_some());
+    watchdog(
+        "tokio_timeout_fires_and_lets_a_finished_future_through",
+        || {
+            let pool = pool(2);
+            pool.block_on(pool.spawn_task(async {
+                let never =
+                    tokio::time::timeout(Duration::from_millis(10), std::future::pending::<()>());
+                let fired = bwos::time::timeout(PATIENCE, never)
+                    .await
+                    .expect("tokio's timer fires (is the compat runtime driven?)");
+                assert!(fired.is_err(), "a timeout around a pending future fired");
+                assert!(bwos::current_thread_index().is_some());
 
-            let finished = tokio::time::timeout(Duration::from_secs(3600), async {
-                bwos::time::sleep(Duration::from_millis(10)).await;
-                7
-            })
-            .await;
-            assert_eq!(finished.unwrap(), 7);
-        }))
-        .unwrap();
-    });
+                let finished = tokio::time::timeout(Duration::from_secs(3600), async {
+                    bwos::time::sleep(Duration::from_millis(10)).await;
+                    7
+                })
+                .await;
+                assert_eq!(finished.unwrap(), 7);
+            }))
+            .unwrap();
+        },
+    );
 }
 
 /// `tokio::sync::mpsc::Sender::send_timeout` (a tokio timer under a
@@ -183,7 +190,10 @@ fn mpsc_send_timeout_times_out_then_succeeds() {
             let (sender, mut receiver) = tokio::sync::mpsc::channel(1);
             sender.send(1).await.unwrap();
             let full = sender.send_timeout(2, Duration::from_millis(10)).await;
-            assert!(matches!(full, Err(SendTimeoutError::Timeout(2))), "{full:?}");
+            assert!(
+                matches!(full, Err(SendTimeoutError::Timeout(2))),
+                "{full:?}"
+            );
             let reader = bwos::task::spawn(async move {
                 bwos::time::sleep(Duration::from_millis(10)).await;
                 let first = receiver.recv().await;
@@ -205,8 +215,8 @@ fn mpsc_send_timeout_times_out_then_succeeds() {
 /// runtime's thread, and the bwos task awaits its `JoinHandle`;
 /// `tokio::task::spawn_blocking` runs on that runtime's blocking threads.
 ///
-/// Mutation caught (alone): the driver thread left unnamed (what the docs
-/// say runs where is what runs there).
+/// Mutation caught: the driver thread left unnamed (what the docs say
+/// runs where is what runs there; two other tests fail too).
 #[test]
 fn tokio_spawn_runs_on_the_compat_thread() {
     watchdog("tokio_spawn_runs_on_the_compat_thread", || {
@@ -220,11 +230,7 @@ fn tokio_spawn_runs_on_the_compat_thread() {
                 .await
                 .unwrap();
                 let blocking = tokio::task::spawn_blocking(thread_name).await.unwrap();
-                (
-                    spawned,
-                    blocking,
-                    bwos::current_thread_index().is_some(),
-                )
+                (spawned, blocking, bwos::current_thread_index().is_some())
             }))
             .unwrap();
         assert_eq!(spawned, (Some(COMPAT_THREAD.to_owned()), None));
@@ -266,103 +272,114 @@ fn tokio_net_round_trips_between_two_tasks() {
 /// thread (`bwos::task::spawn_blocking`) and in `bwos::block_on` on a
 /// plain thread.
 ///
-/// Mutations caught (one each): the blocking threads' `enter()` removed;
-/// `block_on`'s `enter()` removed.
+/// Mutations caught: the blocking threads' `enter()` removed (this test
+/// alone); `block_on`'s `enter()` removed (this test and the next).
 #[test]
 fn handle_current_is_the_compat_runtime_in_tasks_blocking_threads_and_block_on() {
-    watchdog("handle_current_in_tasks_blocking_threads_and_block_on", || {
-        let pool = pool(2);
-        let in_task = pool
-            .block_on(pool.spawn_task(async { Handle::current() }))
-            .unwrap();
-        let in_blocking = pool
-            .block_on(pool.spawn_task(async {
-                bwos::task::spawn_blocking(Handle::try_current)
-                    .await
-                    .unwrap()
-            }))
-            .unwrap()
-            .expect("a blocking thread is in the compat context");
-        // This test's thread is no worker and was in no tokio context.
-        assert!(Handle::try_current().is_err());
-        let in_block_on = bwos::block_on(async { Handle::try_current() })
-            .expect("block_on's caller is in the compat context");
-        assert!(Handle::try_current().is_err(), "block_on left its context");
-        for handle in [in_task, in_blocking, in_block_on] {
-            assert_eq!(handle.runtime_flavor(), RuntimeFlavor::CurrentThread);
-            assert_eq!(runtime_thread(&handle).as_deref(), Some(COMPAT_THREAD));
-        }
-    });
+    watchdog(
+        "handle_current_in_tasks_blocking_threads_and_block_on",
+        || {
+            let pool = pool(2);
+            let in_task = pool
+                .block_on(pool.spawn_task(async { Handle::current() }))
+                .unwrap();
+            let in_blocking = pool
+                .block_on(pool.spawn_task(async {
+                    bwos::task::spawn_blocking(Handle::try_current)
+                        .await
+                        .unwrap()
+                }))
+                .unwrap()
+                .expect("a blocking thread is in the compat context");
+            // This test's thread is no worker and was in no tokio context.
+            assert!(Handle::try_current().is_err());
+            let in_block_on = bwos::block_on(async { Handle::try_current() })
+                .expect("block_on's caller is in the compat context");
+            assert!(Handle::try_current().is_err(), "block_on left its context");
+            for handle in [in_task, in_blocking, in_block_on] {
+                assert_eq!(handle.runtime_flavor(), RuntimeFlavor::CurrentThread);
+                assert_eq!(runtime_thread(&handle).as_deref(), Some(COMPAT_THREAD));
+            }
+        },
+    );
 }
 
 /// A `bwos::block_on` inside a user's tokio runtime polls with the compat
 /// context and gives the user's back when it returns (tokio requires its
 /// context guards to be dropped in order).
 ///
-/// Mutation caught: `block_on`'s guard leaked (`mem::forget(enter())`):
-/// the user's runtime loses its context, then tokio panics when its own
-/// guard is dropped out of order.
+/// Mutations caught: `block_on`'s guard leaked (`mem::forget(enter())`):
+/// tokio panics when the user's runtime drops its own guard, now out of
+/// order; `block_on`'s `enter()` removed: the future polls with the user's
+/// runtime, whose one thread is blocked in that `block_on`, and its task
+/// does not run.
 #[test]
 fn block_on_inside_a_users_runtime_restores_its_context() {
-    watchdog("block_on_inside_a_users_runtime_restores_its_context", || {
-        let user = thread::Builder::new()
-            .name("users-runtime".into())
-            .spawn(|| {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .unwrap();
-                runtime.block_on(async {
-                    let inside = bwos::block_on(async { runtime_thread(&Handle::current()) });
-                    let after = tokio::spawn(async { thread_name() }).await.unwrap();
-                    (inside, after)
+    watchdog(
+        "block_on_inside_a_users_runtime_restores_its_context",
+        || {
+            let user = thread::Builder::new()
+                .name("users-runtime".into())
+                .spawn(|| {
+                    let runtime = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .unwrap();
+                    runtime.block_on(async {
+                        let inside = bwos::block_on(async { runtime_thread(&Handle::current()) });
+                        let after = tokio::spawn(async { thread_name() }).await.unwrap();
+                        (inside, after)
+                    })
                 })
-            })
-            .unwrap();
-        let (inside, after) = user.join().unwrap();
-        assert_eq!(inside.as_deref(), Some(COMPAT_THREAD));
-        assert_eq!(after.as_deref(), Some("users-runtime"));
-    });
+                .unwrap();
+            let (inside, after) = user.join().unwrap();
+            assert_eq!(inside.as_deref(), Some(COMPAT_THREAD));
+            assert_eq!(after.as_deref(), Some("users-runtime"));
+        },
+    );
 }
 
 /// A task that runs on a `block_in_place` replacement thread (one worker,
 /// whose own thread blocks) is in the compat context.
 ///
-/// Mutation caught (alone): the replacement thread's `enter()` removed.
+/// Mutation caught: the replacement thread's `enter()` removed.
 #[test]
 fn block_in_place_replacement_thread_is_in_the_context() {
-    watchdog("block_in_place_replacement_thread_is_in_the_context", || {
-        let pool = pool(1);
-        let (inside, inside_now) = mpsc::channel();
-        let (report, reported) = mpsc::channel();
-        let blocker = pool.spawn_task(async move {
-            bwos::task::block_in_place(move || {
-                inside.send(()).unwrap();
-                reported.recv_timeout(PATIENCE)
-            })
-        });
-        inside_now.recv_timeout(PATIENCE).unwrap();
-        // The one worker's own thread blocks: this task runs on the
-        // replacement.
-        pool.spawn_task(async move {
-            report
-                .send((thread_name(), Handle::try_current().is_ok()))
-                .unwrap();
-        });
-        let (name, in_context) = pool
-            .block_on(blocker)
-            .unwrap()
-            .expect("the task ran during block_in_place");
-        assert!(name.unwrap().starts_with("bwos-replacement"));
-        assert!(in_context, "the replacement thread has no tokio context");
-    });
+    watchdog(
+        "block_in_place_replacement_thread_is_in_the_context",
+        || {
+            let pool = pool(1);
+            let (inside, inside_now) = mpsc::channel();
+            let (report, reported) = mpsc::channel();
+            let blocker = pool.spawn_task(async move {
+                bwos::task::block_in_place(move || {
+                    inside.send(()).unwrap();
+                    reported.recv_timeout(PATIENCE)
+                })
+            });
+            inside_now.recv_timeout(PATIENCE).unwrap();
+            // The one worker's own thread blocks: this task runs on the
+            // replacement.
+            pool.spawn_task(async move {
+                report
+                    .send((thread_name(), Handle::try_current().is_ok()))
+                    .unwrap();
+            });
+            let (name, in_context) = pool
+                .block_on(blocker)
+                .unwrap()
+                .expect("the task ran during block_in_place");
+            assert!(name.unwrap().starts_with("bwos-replacement"));
+            assert!(in_context, "the replacement thread has no tokio context");
+        },
+    );
 }
 
 /// A pool's building thread (`use_current_thread`), which runs the pool's
 /// tasks while it waits, is in the compat context from `build` on; a
 /// building thread in a user's tokio context keeps it.
 ///
-/// Mutations caught (one each): `enter_for_life()` removed from
+/// Mutations caught: `enter_for_life()` removed from
 /// `adopt_current_thread` (the task polled there has no context);
 /// `enter_for_life` entering even when a context is there (the user's
 /// guard is then dropped out of order, and tokio panics).
