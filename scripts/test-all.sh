@@ -10,6 +10,9 @@ cd "$(dirname "$0")/.."
 echo "== cargo test: unit, property, drop, stress and doc tests"
 cargo test --workspace --all-features
 
+echo "== without tokio-compat: a tokio call in a bwos task panics with tokio's own message (built empty with all features)"
+cargo test -p bwos --test tokio_without_compat
+
 echo "== the examples of crates/bwos, built with all features, servers run against real clients"
 ./scripts/examples.sh
 

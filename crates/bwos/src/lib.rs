@@ -29,6 +29,7 @@
 //! | `tokio::time::{sleep, timeout, interval}` | [`time::sleep`], [`time::timeout`], [`time::interval`] | a timer wheel per pool, driven by its workers |
 //! | `tokio::net::{TcpListener, TcpStream, UdpSocket, UnixStream}` | [`net`] (feature `io`) | tokio's I/O traits with feature `tokio-io` |
 //! | hyper-util's `TokioExecutor`, `TokioTimer` | `bwos::hyper::{Executor, Timer}` (feature `hyper`) | |
+//! | libraries that need a tokio runtime (reqwest, database drivers, cloud SDKs), `tokio::spawn`, `Handle::current` | themselves, in bwos tasks (feature `tokio-compat`) | see [Cargo features](#cargo-features) for what runs where |
 //! | crossbeam-deque `Worker`/`Stealer` | the `bwos-queue` crate | LIFO items are private until shared; see its docs |
 //! | (no equivalent) | [`fork::join`], [`fork::scope`] (feature `fork`) | fork/join over futures: children may await |
 //! | (no equivalent) | [`worklist::run`] | items that push more items, each processed once |
@@ -37,6 +38,48 @@
 //! and `fork::Scope` the async one (futures); [`block_on`] runs any future,
 //! while `fork::block_on(|region| ..)` runs a *region* whose fork joins
 //! suspend instead of waiting (see [`fork`]).
+//!
+//! # Cargo features
+//! - `io` (default): [`net`], sockets on an epoll/kqueue/IOCP driver (mio)
+//!   that the idle workers park in.
+//! - `fork` (default): [`fork`], continuation stealing over futures.
+//! - `serde`: `Serialize` and `Deserialize` for [`PoolStats`].
+//! - `tokio-io`: tokio's `AsyncRead`/`AsyncWrite` on the [`net`] streams
+//!   (tokio's traits only, no tokio runtime), for
+//!   `hyper_util::rt::TokioIo` and other tokio-io code.
+//! - `hyper`: `bwos::hyper::{Executor, Timer}`, hyper's runtime traits.
+//! - `tokio-compat`: libraries written for tokio work inside bwos tasks.
+//!   Every thread that runs pool work is inside a tokio runtime context:
+//!   the workers, the blocking threads, [`task::block_in_place`]'s
+//!   replacement threads, a pool's building thread, and the caller of
+//!   [`block_on`] while it polls. The context is one tokio runtime per
+//!   process, a current-thread runtime started on first use. What runs
+//!   where:
+//!   - a bwos task (and a [`block_on`] future, a
+//!     [`task::spawn_blocking`] closure) runs where it always does; the
+//!     tokio timers and sockets it awaits are driven by the thread
+//!     `bwos-tokio-compat`, which wakes the task, and the task's next poll
+//!     runs on a bwos worker;
+//!   - `tokio::spawn` (and `Handle::spawn`) runs its future on the
+//!     `bwos-tokio-compat` thread, one task at a time: fine for the small
+//!     I/O tasks libraries spawn (a connection's driver), wrong for
+//!     application work, which belongs in [`task::spawn`]. A tokio task
+//!     that blocks or computes for long holds up every tokio timer and
+//!     socket of the process;
+//!   - `tokio::task::spawn_blocking` and `tokio::fs` run on that runtime's
+//!     blocking threads, `bwos-tokio-compat-blocking`;
+//!   - tokio's own `block_in_place` (tokio feature `rt-multi-thread`) on a
+//!     bwos thread runs its closure in place, blocking the worker (tokio
+//!     does the same outside its runtimes): use [`task::block_in_place`];
+//!     inside a `tokio::spawn`ed task it panics, as on any current-thread
+//!     runtime;
+//!   - `tokio::runtime::Handle::current()` is that runtime's handle.
+//!
+//!   `bwos::hyper::{Executor, Timer}` are unaffected: hyper's tasks stay
+//!   bwos tasks. Without the feature, a tokio call that needs a runtime
+//!   panics with tokio's own message ("there is no reactor running, must
+//!   be called from the context of a Tokio 1.x runtime"), inside the task
+//!   that made it.
 //!
 //! # How it works
 //! Each worker owns a LIFO BWoS queue (`bwos-queue`): it pushes and pops

@@ -66,7 +66,7 @@
 
 use std::io::{self, Write as _};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError, mpsc};
 
 use tokio::runtime::{Builder, EnterGuard, Handle};
 
@@ -149,17 +149,33 @@ fn handle() -> Option<&'static Handle> {
     }
 }
 
-/// Builds the runtime and starts its driver thread.
+/// Starts the driver thread, which builds the runtime and runs it; returns
+/// the runtime's handle once it runs. The runtime is built, run and (if
+/// building fails) dropped on that thread alone: never on the caller's,
+/// which may be inside a user's tokio runtime, where tokio refuses to
+/// drop one.
 fn start() -> io::Result<Handle> {
-    let runtime = Builder::new_current_thread()
-        .enable_all()
-        .thread_name(BLOCKING_THREAD_NAME)
-        .build()?;
-    let handle = runtime.handle().clone();
-    // If the thread cannot start, the closure and the runtime in it are
-    // dropped here, on a thread that is not inside a runtime.
+    let (started, handle) = mpsc::sync_channel(1);
     std::thread::Builder::new()
         .name(DRIVER_THREAD_NAME.into())
-        .spawn(move || runtime.block_on(std::future::pending::<()>()))?;
-    Ok(handle)
+        .spawn(move || {
+            let built = Builder::new_current_thread()
+                .enable_all()
+                .thread_name(BLOCKING_THREAD_NAME)
+                .build();
+            match built {
+                Ok(runtime) => {
+                    let _ = started.send(Ok(runtime.handle().clone()));
+                    runtime.block_on(std::future::pending::<()>());
+                }
+                Err(error) => {
+                    let _ = started.send(Err(error));
+                }
+            }
+        })?;
+    handle.recv().unwrap_or_else(|_| {
+        Err(io::Error::other(
+            "the driver thread ended before its runtime started",
+        ))
+    })
 }
