@@ -63,6 +63,7 @@ mod coop;
 pub(crate) mod executor;
 mod join_set;
 
+pub use crate::sched::task::abort_handle::AbortHandle;
 pub use crate::sched::task::raw::{JoinError, JoinHandle};
 pub use block_in_place::block_in_place;
 pub use blocking::spawn_blocking;
