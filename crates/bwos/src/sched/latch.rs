@@ -229,10 +229,13 @@ impl Waiter {
 }
 
 impl ThreadLatch {
-    /// A latch the current thread will wait on.
+    /// A latch the current thread will wait on. A worker hidden by an
+    /// entered pool (`context.rs`) is woken as a worker too: it may wait
+    /// as one, once the pool is left, and waking it through its registry
+    /// also unparks its thread if it waits as a plain thread.
     pub(crate) fn for_current_thread() -> Self {
         #[cfg(not(bwos_loom))]
-        let waiter = WorkerThread::with_current(|worker| match worker {
+        let waiter = WorkerThread::with_own(|worker| match worker {
             Some(worker) => Waiter::Worker(worker.registry().clone(), worker.index()),
             None => Waiter::Thread(super::sync::current_thread()),
         });

@@ -206,13 +206,15 @@ impl<T> JoinSet<T> {
         // Unconstrained: `JoinHandle::poll` would answer `Pending` for a
         // finished task once the budget is spent, and there is no waiter
         // here to come back for it.
-        coop::with_unconstrained(|| loop {
-            match self.poll_woken(None) {
-                Some(Poll::Ready(outcome)) => return outcome,
-                Some(Poll::Pending) => return None,
-                // Every handle on the list was still pending: look again,
-                // which finds new wake-ups or an empty list.
-                None => {}
+        coop::with_unconstrained(|| {
+            loop {
+                match self.poll_woken(None) {
+                    Some(Poll::Ready(outcome)) => return outcome,
+                    Some(Poll::Pending) => return None,
+                    // Every handle on the list was still pending: look again,
+                    // which finds new wake-ups or an empty list.
+                    None => {}
+                }
             }
         })
     }

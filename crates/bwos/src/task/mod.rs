@@ -70,6 +70,7 @@ pub use blocking::spawn_blocking;
 pub use coop::{Unconstrained, consume_budget, unconstrained};
 pub use join_set::JoinSet;
 
+use crate::sched::handle::Handle;
 use crate::sched::pool::ThreadPool;
 use crate::sched::registry::Registry;
 use std::future::Future;
@@ -189,6 +190,50 @@ impl ThreadPool {
     /// # Ok::<(), bwos::ThreadPoolBuildError>(())
     /// ```
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+        block_on::block_on_in(&self.registry, future)
+    }
+}
+
+impl Handle {
+    /// Spawns `future` as a task of this handle's pool, from any thread
+    /// (see [`task::spawn`](crate::task::spawn)). After the pool shut down
+    /// the task is cancelled: its [`JoinHandle`] reports
+    /// [`is_cancelled`](JoinError::is_cancelled) (see [`Handle`]).
+    ///
+    /// ```
+    /// let pool = bwos::ThreadPoolBuilder::new().num_threads(2).build()?;
+    /// let handle = pool.handle();
+    /// let task = handle.spawn(async { 6 * 7 });
+    /// assert_eq!(handle.block_on(task).unwrap(), 42);
+    /// drop(pool);
+    /// // The handle outlives its pool: its tasks are cancelled.
+    /// let late = handle.spawn(async { 1 });
+    /// assert!(bwos::block_on(late).unwrap_err().is_cancelled());
+    /// # Ok::<(), bwos::ThreadPoolBuildError>(())
+    /// ```
+    pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        executor::spawn_in(&self.registry, future)
+    }
+
+    /// Runs `future` to completion on the calling thread, for this
+    /// handle's pool, as [`ThreadPool::block_on`] does: the tasks, timers,
+    /// sockets and joins it starts go to that pool.
+    ///
+    /// # Panics
+    /// If the pool has shut down (its `ThreadPool` was dropped or shut
+    /// down): nothing would run its tasks or fire its timers, so the call
+    /// could wait forever. And as `ThreadPool::block_on`, if the future
+    /// panics.
+    pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+        assert!(
+            !self.registry.is_shut_down(),
+            "bwos: Handle::block_on on a pool that has shut down (its ThreadPool was dropped \
+             or shut down): nothing would run its tasks or fire its timers"
+        );
         block_on::block_on_in(&self.registry, future)
     }
 }

@@ -260,6 +260,34 @@ impl Wheel {
         self.levels[level].occupied |= 1 << slot;
     }
 
+    /// Closes the wheel for good (its pool's workers stopped): every
+    /// pending timer fires now, its waker going to `wake`, and every timer
+    /// added or reset later has fired at once. Timers stay in the slab
+    /// until removed, as fired ones do.
+    pub(crate) fn close(&mut self, mut wake: impl FnMut(Waker)) {
+        self.elapsed = CLOSED;
+        for level in &mut self.levels {
+            level.occupied = 0;
+            level.heads = [NIL; SLOTS];
+        }
+        for (_, entry) in &mut self.entries {
+            entry.place = None;
+            entry.prev = NIL;
+            entry.next = NIL;
+            if !entry.fired {
+                entry.fired = true;
+                if let Some(waker) = entry.waker.take() {
+                    wake(waker);
+                }
+            }
+        }
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.elapsed == CLOSED
+    }
+
     /// Unlinks entry `key` from its slot, if it is in one.
     fn unlink(&mut self, key: usize) {
         let Some((level, slot)) = self.entries[key].place.take() else {
@@ -285,6 +313,10 @@ impl Wheel {
         }
     }
 }
+
+/// `elapsed` of a closed wheel: past every deadline (they saturate one
+/// below it).
+const CLOSED: u64 = u64::MAX;
 
 /// Ticks per slot of `level`.
 fn slot_range(level: usize) -> u64 {
