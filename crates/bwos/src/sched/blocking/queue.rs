@@ -263,7 +263,6 @@ impl<T> BlockingQueue<T> {
 
     /// Waits until at most `threads` threads are alive or `deadline`
     /// passed (`None`: no deadline); whether they are down to that many.
-    #[cfg(not(bwos_loom))]
     pub(crate) fn wait_for_threads(
         &self,
         threads: usize,
