@@ -577,7 +577,10 @@ impl Registry {
         R: Send,
     {
         let job = StackJob::new(ThreadLatch::for_current_thread(), || {
-            WorkerThread::with_current(|worker| {
+            // `with_own`: a worker whose thread entered another pool for
+            // good (a leaked `EnterGuard`, see `context.rs`) still runs
+            // its pool's jobs.
+            WorkerThread::with_own(|worker| {
                 op(worker.expect("injected jobs run on workers of their registry"))
             })
         });
