@@ -297,7 +297,7 @@ fn a_worker_that_enters_another_pool_works_for_it_until_the_guard_drops() {
                     let mut in_scope = String::new();
                     bwos::scope(|scope| scope.spawn(|_| in_scope = thread_name()));
                     assert_on("a scope's spawn", &in_scope, "we-other-");
-                    let blocking = bwos::task::spawn_blocking(|| Handle::current());
+                    let blocking = bwos::task::spawn_blocking(Handle::current);
                     let blocking = bwos::block_on(blocking).unwrap();
                     assert_on("spawn_blocking's pool", &spawn_on(&blocking), "we-other-");
                     assert_eq!(bwos::current_num_threads(), 2);

@@ -165,6 +165,15 @@ impl fmt::Debug for Handle {
 /// A pool entered by the calling thread, until this guard drops: see
 /// [`Handle::enter`]. Not `Send`: it is dropped on the thread that made
 /// it.
+///
+/// ```compile_fail
+/// let handle = bwos::Handle::current();
+/// let guard = handle.enter();
+/// // error: the guard cannot leave its thread.
+/// std::thread::scope(|scope| {
+///     scope.spawn(move || drop(guard));
+/// });
+/// ```
 #[must_use = "the pool is entered only while the guard lives"]
 pub struct EnterGuard<'a> {
     entry: Option<context::Entry>,

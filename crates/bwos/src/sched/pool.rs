@@ -163,7 +163,13 @@ impl ThreadPool {
     ///
     /// let pool = bwos::ThreadPoolBuilder::new().num_threads(1).build()?;
     /// let (release, wait) = std::sync::mpsc::channel::<()>();
-    /// let stuck = pool.spawn_blocking(move || wait.recv().ok());
+    /// let (started, has_started) = std::sync::mpsc::channel::<()>();
+    /// let stuck = pool.spawn_blocking(move || {
+    ///     started.send(()).unwrap();
+    ///     wait.recv().ok()
+    /// });
+    /// // Running: it will not be cancelled (a queued closure would be).
+    /// has_started.recv().unwrap();
     /// // Returns after about 10 ms: the closure is still blocked.
     /// pool.shutdown_timeout(Duration::from_millis(10));
     /// release.send(()).unwrap();

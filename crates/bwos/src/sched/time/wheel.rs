@@ -364,6 +364,47 @@ mod tests {
         assert_eq!(wheel.next_expiration_tick(), None);
     }
 
+    // Mutation caught: `Wheel::close` leaving `elapsed` as it was (a timer
+    // added after the close waits in the wheel forever).
+    #[test]
+    fn closing_fires_every_timer_now_and_every_later_one_at_once() {
+        struct Count(std::sync::atomic::AtomicUsize);
+        impl std::task::Wake for Count {
+            fn wake(self: std::sync::Arc<Self>) {
+                self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        let count = std::sync::Arc::new(Count(std::sync::atomic::AtomicUsize::new(0)));
+        let waker = Waker::from(std::sync::Arc::clone(&count));
+        let mut wheel = Wheel::new();
+        let timers: Vec<_> = [5, 70, 5_000, MAX_SPAN * 2, u64::MAX]
+            .into_iter()
+            .map(|when| wheel.insert(when, Some(waker.clone())))
+            .collect();
+        assert_eq!(fire_until(&mut wheel, 5), 1);
+        let mut woken = Vec::new();
+        wheel.close(|waker| woken.push(waker));
+        assert!(wheel.is_closed());
+        assert_eq!(woken.len(), 4, "the four pending timers");
+        woken.into_iter().for_each(Waker::wake);
+        assert!(timers.iter().all(|&timer| wheel.has_fired(timer)));
+        assert_eq!(wheel.next_expiration_tick(), None);
+        let late = wheel.insert(u64::MAX - 1, Some(waker.clone()));
+        assert!(wheel.has_fired(late));
+        assert!(
+            wheel.reset(timers[2], 10_000_000).is_none(),
+            "fired: no waker left"
+        );
+        assert!(wheel.has_fired(timers[2]));
+        assert_eq!(fire_until(&mut wheel, u64::MAX - 1), 0);
+        for timer in timers {
+            wheel.remove(timer);
+        }
+        wheel.remove(late);
+        assert_eq!(wheel.len(), 0);
+        assert_eq!(count.0.load(std::sync::atomic::Ordering::SeqCst), 4);
+    }
+
     #[test]
     fn a_removed_timer_never_fires() {
         let mut wheel = Wheel::new();
