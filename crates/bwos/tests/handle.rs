@@ -310,6 +310,37 @@ fn a_worker_that_enters_another_pool_works_for_it_until_the_guard_drops() {
     );
 }
 
+// Mutation caught: `CoreLatch::wait` blocking a hidden worker as a plain
+// thread (`wait_off_the_pools` as `wait_blocking`): the pool's one worker
+// waits for its own work, which only it can run (the watchdog fails the
+// test).
+/// A worker that entered another pool still runs its own pool's work
+/// while it waits: explicit calls into its own pool (a one-worker pool
+/// here) complete.
+#[test]
+fn a_hidden_worker_runs_its_own_work_while_it_waits() {
+    watchdog("a_hidden_worker_runs_its_own_work_while_it_waits", || {
+        let own = named_pool("hw-own-", 1);
+        let other = named_pool("hw-other-", 1);
+        let handle = other.handle();
+        let (installed, spawned, joined) = own.install(|| {
+            let _guard = handle.enter();
+            // Injected into `own`, whose one worker is this thread.
+            let installed = own.install(thread_name);
+            // Polled for `own` (the task goes to this worker's queue),
+            // waited for as a hidden worker.
+            let spawned =
+                own.block_on(async { bwos::task::spawn(async { thread_name() }).await.unwrap() });
+            // Runs on `other`; meanwhile this thread serves `own`.
+            let joined = bwos::join(thread_name, || ()).0;
+            (installed, spawned, joined)
+        });
+        assert_on("own.install", &installed, "hw-own-");
+        assert_on("a task of own.block_on", &spawned, "hw-own-");
+        assert_on("join under the guard", &joined, "hw-other-");
+    });
+}
+
 // Mutation caught: `Registry::in_worker_injected`'s job finding its worker
 // with `with_current` instead of `with_own` (on a worker hidden for good,
 // `install` panics "injected jobs run on workers of their registry").

@@ -16,9 +16,12 @@
 //! # On a worker
 //! A worker that enters another pool is hidden while that pool is the
 //! newest entry (`WorkerThread::hide_unless_in`): the thread then works
-//! for the entered pool as a thread outside the pools does (a `join`
-//! waits for that pool's workers instead of running its own pool's work
-//! meanwhile). Entering the worker's own pool changes nothing.
+//! for the entered pool as a thread outside the pools does (a `join` goes
+//! to that pool's workers). Only its waits stay a worker's: a hidden
+//! worker that waits enters its own pool on top and runs that pool's work
+//! meanwhile (`CoreLatch::wait`), so the work only it may run (its private
+//! jobs, the tasks it queued) never waits for it, and the work it runs
+//! finds its worker. Entering the worker's own pool changes nothing.
 
 use std::cell::RefCell;
 use std::sync::Arc;

@@ -112,9 +112,10 @@ impl Handle {
     ///
     /// On a worker of another pool the thread works for the entered pool
     /// as a thread outside the pools does: [`current_thread_index`](crate::current_thread_index)
-    /// is `None`, and a `join` waits for the entered pool's workers
-    /// instead of running the worker's own work meanwhile. Entering the
-    /// worker's own pool changes nothing.
+    /// is `None`, and a `join` runs on the entered pool's workers. While
+    /// it waits for them (or for anything else), the thread runs its own
+    /// pool's work, as a worker waiting for another pool always does.
+    /// Entering the worker's own pool changes nothing.
     ///
     /// ```
     /// let pool = bwos::ThreadPoolBuilder::new()
