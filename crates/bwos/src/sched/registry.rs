@@ -445,8 +445,10 @@ impl Registry {
     }
 
     /// Calls `f` with the current pool's registry: the calling worker's,
-    /// the one the calling thread entered (in `block_on`, on a blocking
-    /// thread: see `context.rs`), or the global pool's.
+    /// the one the calling thread entered last (in `block_on`, on a
+    /// blocking thread, with an `EnterGuard`: see `context.rs`; a worker
+    /// that entered another pool is hidden meanwhile), or the global
+    /// pool's.
     #[inline]
     pub(crate) fn with_current<R>(f: impl FnOnce(&Arc<Registry>) -> R) -> R {
         WorkerThread::with_current(|worker| match worker {

@@ -61,8 +61,9 @@ impl ThreadPool {
 
 impl Handle {
     /// Runs `f` on a blocking thread of this handle's pool: see
-    /// [`task::spawn_blocking`](crate::task::spawn_blocking). After the
-    /// pool shut down the closure is not run: its handle reports
+    /// [`task::spawn_blocking`](crate::task::spawn_blocking). Once the
+    /// pool's workers have stopped (its `ThreadPool` dropped or shut down)
+    /// the closure is not run: its handle reports
     /// [`is_cancelled`](crate::task::JoinError::is_cancelled).
     ///
     /// ```

@@ -78,7 +78,9 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 /// Spawns `future` as a task on the current pool: the pool of the calling
-/// worker, or the global pool outside pools. It starts running at once,
+/// worker, else the pool the thread entered (a [`block_on`](crate::block_on)
+/// polling, a blocking thread, a [`Handle::enter`] guard), else the global
+/// pool. It starts running at once,
 /// whether or not the returned [`JoinHandle`] is awaited; dropping the
 /// handle detaches the task.
 ///
@@ -196,8 +198,9 @@ impl ThreadPool {
 
 impl Handle {
     /// Spawns `future` as a task of this handle's pool, from any thread
-    /// (see [`task::spawn`](crate::task::spawn)). After the pool shut down
-    /// the task is cancelled: its [`JoinHandle`] reports
+    /// (see [`task::spawn`](crate::task::spawn)). Once the pool's workers
+    /// have stopped (its `ThreadPool` dropped or shut down) the task is
+    /// cancelled: its [`JoinHandle`] reports
     /// [`is_cancelled`](JoinError::is_cancelled) (see [`Handle`]).
     ///
     /// ```
