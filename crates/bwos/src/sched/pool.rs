@@ -132,8 +132,9 @@ impl ThreadPool {
     ///   those not running are cancelled as the workers stop (their futures
     ///   dropped, their [`JoinHandle`](crate::task::JoinHandle)s report
     ///   [`is_cancelled`](crate::task::JoinError::is_cancelled)); a poll
-    ///   that is running finishes first. Tasks spawned or woken later are
-    ///   cancelled at once.
+    ///   that is running finishes first. Once the workers have stopped, a
+    ///   task spawned or woken (through a [`Handle`], a waker) is cancelled
+    ///   at once.
     /// - **detached jobs** ([`spawn`](Self::spawn), `spawn_fifo`,
     ///   `spawn_broadcast`) keep the workers running until they have run,
     ///   as when the pool is dropped.
