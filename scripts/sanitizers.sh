@@ -29,7 +29,10 @@
 #     pools), pool (install across pools, shutdown, dropping a pool on
 #     its own worker), block_in_place (a worker handed to a replacement
 #     thread and back), responsiveness (tasks shared with idle workers,
-#     tasks served between fork/join jobs) and coop (the budget).
+#     tasks served between fork/join jobs), coop (the budget), handle
+#     (handles and enter guards, on plain threads and on workers), shutdown
+#     (shutdown_timeout, shutdown_background) and task_api (AbortHandle,
+#     JoinSet's try_join_next, join_all, spawn_blocking).
 #   Not run: doc tests (they would need RUSTDOCFLAGS and a rustdoc build of
 #   every example for little threading), the loom models (no real
 #   threads), net_api (the socket API's surface: names, errors, UDP, Unix
@@ -107,6 +110,7 @@ common_tests=(
     --test net --test time --test panics --test hyper --test broadcast
     --test fifo --test policies --test handlers --test pool
     --test block_in_place --test responsiveness --test coop
+    --test handle --test shutdown --test task_api
 )
 common_skips=(
     --skip a_million_levels_deep

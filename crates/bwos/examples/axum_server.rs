@@ -52,7 +52,7 @@ async fn serve(address: &str) -> std::io::Result<()> {
     let listener = TcpListener::bind(address).await?;
     println!("listening on {}", listener.local_addr()?);
     let service = TowerToHyperService::new(router());
-    let mut builder = auto::Builder::new(Executor::new());
+    let mut builder = auto::Builder::new(Executor::default());
     builder
         .http1()
         .timer(Timer::new())

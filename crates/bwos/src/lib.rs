@@ -25,6 +25,8 @@
 //! | rayon's parallel iterators | the `rayon-core` drop-in (`[patch]`) | rayon itself runs on bwos |
 //! | `tokio::spawn`, `JoinHandle`, `JoinSet`, `spawn_blocking`, `yield_now` | [`task::spawn`], [`task::JoinHandle`], [`task::JoinSet`], [`task::spawn_blocking`], [`task::yield_now`] | `Send + 'static` futures, as tokio's |
 //! | `Runtime::spawn`, `Runtime::block_on` | [`ThreadPool::spawn_task`], [`ThreadPool::block_on`] | `spawn` is rayon's closure spawn, hence `spawn_task` |
+//! | `runtime::Handle`, `Handle::current`, `Handle::enter`, `Runtime::shutdown_timeout` | [`Handle`], [`Handle::current`], [`Handle::enter`], [`ThreadPool::shutdown_timeout`] | a handle's `spawn` is the task spawn |
+//! | `task::AbortHandle`, `JoinSet::{try_join_next, join_all}` | [`task::AbortHandle`], [`task::JoinSet`] | |
 //! | `futures::executor::block_on` | [`block_on`] | polls on the calling thread, no `Send` bound; the future's tasks go to the pool |
 //! | `tokio::time::{sleep, timeout, interval}` | [`time::sleep`], [`time::timeout`], [`time::interval`] | a timer wheel per pool, driven by its workers |
 //! | `tokio::net::{TcpListener, TcpStream, UdpSocket, UnixStream}` | [`net`] (feature `io`) | tokio's I/O traits with feature `tokio-io` |
@@ -212,6 +214,8 @@ pub use sched::current::{
 };
 #[cfg(not(bwos_loom))]
 pub use sched::error::ThreadPoolBuildError;
+#[cfg(not(bwos_loom))]
+pub use sched::handle::{EnterGuard, Handle};
 #[cfg(not(bwos_loom))]
 pub use sched::idle::{DEFAULT_SLEEP_THRESHOLD, IdlePolicy};
 #[cfg(not(bwos_loom))]

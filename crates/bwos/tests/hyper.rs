@@ -34,7 +34,7 @@ fn http2_round_trips_many_concurrent_streams() {
             let address = listener.local_addr().unwrap();
             let server = bwos::task::spawn(async move {
                 let (stream, _) = listener.accept().await.unwrap();
-                hyper::server::conn::http2::Builder::new(Executor::new())
+                hyper::server::conn::http2::Builder::new(Executor::default())
                     .timer(Timer::new())
                     .keep_alive_interval(Duration::from_millis(50))
                     .serve_connection(TokioIo::new(stream), service_fn(hello))
@@ -42,7 +42,7 @@ fn http2_round_trips_many_concurrent_streams() {
             });
             let stream = TcpStream::connect(address).await.unwrap();
             let (sender, connection) =
-                hyper::client::conn::http2::handshake(Executor::new(), TokioIo::new(stream))
+                hyper::client::conn::http2::handshake(Executor::default(), TokioIo::new(stream))
                     .await
                     .unwrap();
             let driver = bwos::task::spawn(connection);

@@ -126,7 +126,7 @@ pub fn serve_tokio(rt: Tokio, listener: TcpListener) -> std::io::Result<()> {
 /// and timer.
 pub fn serve_bwos_h2(rt: Bwos, listener: TcpListener) -> std::io::Result<()> {
     bwos_accept_loop(rt, listener, |stream| async move {
-        let _ = hyper::server::conn::http2::Builder::new(bwos::hyper::Executor::new())
+        let _ = hyper::server::conn::http2::Builder::new(bwos::hyper::Executor::default())
             .timer(bwos::hyper::Timer::new())
             .serve_connection(hyper_util::rt::TokioIo::new(stream), service_fn(handle))
             .await;
@@ -137,7 +137,7 @@ pub fn serve_bwos_h2(rt: Bwos, listener: TcpListener) -> std::io::Result<()> {
 /// executor and timer.
 pub fn serve_tokio_h2(rt: Tokio, listener: TcpListener) -> std::io::Result<()> {
     tokio_accept_loop(rt, listener, |stream| async move {
-        let _ = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+        let _ = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::default())
             .timer(hyper_util::rt::TokioTimer::new())
             .serve_connection(hyper_util::rt::TokioIo::new(stream), service_fn(handle))
             .await;

@@ -1,7 +1,8 @@
 //! hyper's runtime traits on bwos (the `hyper` feature): [`Executor`]
 //! spawns hyper's background tasks (HTTP/2's connection and stream tasks)
-//! as tasks of the current pool, [`Timer`] gives hyper `bwos::time`
-//! sleeps (header-read timeouts, HTTP/2 keep-alive). Both are
+//! as tasks of the current pool, or of a given pool
+//! ([`Executor::new`] with a [`Handle`]), [`Timer`] gives hyper
+//! `bwos::time` sleeps (header-read timeouts, HTTP/2 keep-alive). Both are
 //! `Default + Clone`, as hyper-util's `TokioExecutor` and `TokioTimer`.
 //!
 //! With the `tokio-io` feature, `hyper_util::rt::TokioIo` wraps a
@@ -20,18 +21,35 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-/// Runs hyper's background tasks as tasks of the current pool (the
-/// calling worker's, or the pool a `block_on` polls for, else the global
-/// pool): `hyper::rt::Executor` for every `Send` future.
-#[derive(Debug, Default, Clone, Copy)]
+use crate::Handle;
+
+/// Runs hyper's background tasks as tasks of a pool:
+/// `hyper::rt::Executor` for every `Send` future.
+///
+/// [`Executor::default()`] spawns on the current pool at each call (the
+/// calling worker's, else the pool the thread entered, as in a
+/// `block_on`, else the global pool); [`Executor::new`] on the pool of a
+/// [`Handle`], wherever hyper calls it from: a client connection driven
+/// off the pools keeps its tasks on that pool.
+///
+/// ```
+/// let pool = bwos::ThreadPoolBuilder::new().num_threads(2).build()?;
+/// let on_pool = bwos::hyper::Executor::new(pool.handle());
+/// let current = bwos::hyper::Executor::default();
+/// # let _ = (on_pool, current);
+/// # Ok::<(), bwos::ThreadPoolBuildError>(())
+/// ```
+#[derive(Debug, Default, Clone)]
 pub struct Executor {
-    _private: (),
+    /// The pool, or `None` for the current one.
+    pool: Option<Handle>,
 }
 
 impl Executor {
-    /// The executor (the same as `Executor::default()`).
-    pub fn new() -> Self {
-        Executor::default()
+    /// An executor that spawns hyper's tasks on `handle`'s pool. After
+    /// that pool shut down, they are cancelled (see [`Handle`]).
+    pub fn new(handle: Handle) -> Self {
+        Executor { pool: Some(handle) }
     }
 }
 
@@ -42,7 +60,10 @@ where
 {
     fn execute(&self, future: F) {
         // Detached: hyper keeps track of its tasks through their futures.
-        drop(crate::task::spawn(future));
+        match &self.pool {
+            Some(handle) => drop(handle.spawn(future)),
+            None => drop(crate::task::spawn(future)),
+        }
     }
 }
 

@@ -2,7 +2,8 @@
 //! every closure pushed is run by a blocking thread or handed back at
 //! shutdown, exactly once, and an idle thread never sleeps through one;
 //! an entry pushed once the previous one's result is seen waits for the
-//! thread that ran it (arriving or idle) instead of starting another.
+//! thread that ran it (arriving or idle) instead of starting another;
+//! after shutdown, a waiter for the threads' exits is woken by the last.
 //! (loom's condition variable never times out: the keep-alive exit is not
 //! explored, the claims between pushers and idle threads are.)
 
@@ -71,6 +72,9 @@ fn pushed_items_run_or_return_once(
             }
         }
         let orphans = queue.shut_down();
+        // `ThreadPool::shutdown_timeout`'s wait: every exit is signalled
+        // (a lost one would hang here and loom reports the deadlock).
+        assert!(queue.wait_for_threads(0, None));
         for thread in threads {
             thread.join().unwrap();
         }

@@ -143,7 +143,8 @@ impl ThreadPoolBuilder {
 
     /// Calls `handler(index)` on each worker thread when it starts, before
     /// it runs any work. A panic in it goes to the
-    /// [`panic_handler`](Self::panic_handler) (or aborts without one).
+    /// [`panic_handler`](Self::panic_handler) (reported and counted without
+    /// one).
     ///
     /// ```
     /// use std::sync::atomic::{AtomicUsize, Ordering};
@@ -166,7 +167,8 @@ impl ThreadPoolBuilder {
 
     /// Calls `handler(index)` on each worker thread when it exits, after
     /// its last job. A panic in it goes to the
-    /// [`panic_handler`](Self::panic_handler) (or aborts without one). The
+    /// [`panic_handler`](Self::panic_handler) (reported and counted without
+    /// one). The
     /// thread that built the pool with
     /// [`use_current_thread`](Self::use_current_thread) never exits the
     /// pool, so it never calls it.
@@ -304,10 +306,35 @@ impl ThreadPoolBuilder {
         self
     }
 
-    /// Handles panics of jobs started with [`spawn`](crate::spawn), which
-    /// nobody waits for. Without a handler such a panic aborts the process
-    /// (after the panic message is printed), so it cannot go unnoticed.
-    /// Panics in `join`, `scope` and `install` always reach their caller.
+    /// Handles panics nobody waits for: of jobs started with
+    /// [`spawn`](crate::spawn), [`spawn_fifo`](crate::spawn_fifo) and
+    /// [`spawn_broadcast`](crate::spawn_broadcast), and of the
+    /// [`start_handler`](Self::start_handler) and
+    /// [`exit_handler`](Self::exit_handler). Without a handler (or when the
+    /// handler itself panics) such a panic is not lost and never aborts the
+    /// process: after the panic hook's own message it is reported on
+    /// stderr, counted in [`PoolStats::unhandled_panics`](crate::PoolStats::unhandled_panics)
+    /// and dropped, and the pool carries on. Panics in `join`, `scope` and
+    /// `install` always reach their caller, and a task's panic its
+    /// [`JoinHandle`](crate::task::JoinHandle).
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    ///
+    /// let (sender, panics) = mpsc::channel();
+    /// let sender = std::sync::Mutex::new(sender);
+    /// let pool = bwos::ThreadPoolBuilder::new()
+    ///     .num_threads(1)
+    ///     .panic_handler(move |payload| {
+    ///         let message = payload.downcast_ref::<&str>().copied().unwrap_or("?");
+    ///         sender.lock().unwrap().send(message.to_string()).unwrap();
+    ///     })
+    ///     .build()?;
+    /// pool.spawn(|| panic!("detached"));
+    /// assert_eq!(panics.recv().unwrap(), "detached");
+    /// assert_eq!(pool.stats().unhandled_panics, 0);
+    /// # Ok::<(), bwos::ThreadPoolBuildError>(())
+    /// ```
     pub fn panic_handler<H>(mut self, handler: H) -> Self
     where
         H: Fn(Box<dyn Any + Send>) + Send + Sync + 'static,

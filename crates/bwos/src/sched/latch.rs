@@ -130,6 +130,24 @@ impl CoreLatch {
     pub(crate) fn wait(&self) {
         WorkerThread::with_current(|worker| match worker {
             Some(worker) => worker.wait_until(self),
+            None => self.wait_off_the_pools(),
+        });
+    }
+
+    /// [`wait`](Self::wait) on a thread that no pool sees as a worker: it
+    /// blocks, unless it is a worker hidden by another pool it entered
+    /// (`context.rs`). Such a worker waits as workers do, running its own
+    /// pool's work (its queues hold work only it may run: its private jobs,
+    /// the tasks it queued while it polled for its own pool), shown for
+    /// that while: its own pool is entered on top of the others until the
+    /// latch is set, so the work it runs finds its worker.
+    #[cold]
+    #[cfg(not(bwos_loom))]
+    fn wait_off_the_pools(&self) {
+        WorkerThread::with_own(|worker| match worker {
+            Some(worker) => {
+                super::context::enter(worker.registry(), || worker.wait_until(self));
+            }
             None => self.wait_blocking(),
         });
     }
@@ -229,10 +247,13 @@ impl Waiter {
 }
 
 impl ThreadLatch {
-    /// A latch the current thread will wait on.
+    /// A latch the current thread will wait on. A worker hidden by an
+    /// entered pool (`context.rs`) is woken as a worker too: it may wait
+    /// as one, once the pool is left, and waking it through its registry
+    /// also unparks its thread if it waits as a plain thread.
     pub(crate) fn for_current_thread() -> Self {
         #[cfg(not(bwos_loom))]
-        let waiter = WorkerThread::with_current(|worker| match worker {
+        let waiter = WorkerThread::with_own(|worker| match worker {
             Some(worker) => Waiter::Worker(worker.registry().clone(), worker.index()),
             None => Waiter::Thread(super::sync::current_thread()),
         });

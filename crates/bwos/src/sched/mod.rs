@@ -3,7 +3,8 @@
 //!
 //! - the pool: [`ThreadPool`](pool::ThreadPool) (`pool.rs`), its options
 //!   (`builder.rs`), its errors (`error.rs`), starting its threads
-//!   (`start.rs`), the global pool (`global.rs`);
+//!   (`start.rs`), the global pool (`global.rs`), and the
+//!   [`Handle`](handle::Handle) code keeps to a pool (`handle.rs`);
 //! - what the workers share, the [`Registry`](registry::Registry)
 //!   (`registry.rs`), and each worker's state and scheduler loop,
 //!   [`WorkerThread`](worker::WorkerThread) (`worker.rs`), with the one
@@ -32,9 +33,9 @@
 //! - with feature `tokio-compat`, the tokio runtime context every thread
 //!   that runs pool work enters (`tokio_compat.rs`);
 //! - the calling thread's place in the pools: `yield_now`,
-//!   `current_thread_index` and friends (`current.rs`), and the pool a
-//!   thread outside the pools works for in `block_on` or on a blocking
-//!   thread (`context.rs`).
+//!   `current_thread_index` and friends (`current.rs`), and the pools a
+//!   thread entered: in `block_on`, on a blocking thread, or with a
+//!   `Handle::enter` guard (`context.rs`).
 //!
 //! The front ends (`join`, `scope`, `task`, `io`, `fork`, `worklist`)
 //! import this module; nothing here imports them. `ARCHITECTURE.md` at
@@ -50,6 +51,7 @@ pub(crate) mod driver;
 pub(crate) mod error;
 pub(crate) mod frame_cache;
 pub(crate) mod global;
+pub(crate) mod handle;
 pub(crate) mod idle;
 pub(crate) mod job;
 pub(crate) mod latch;

@@ -3,9 +3,12 @@
 //! `join/`, `scope/`, `task/`, `worklist/`).
 
 use std::fmt;
+use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use super::current::Yield;
+use super::handle::Handle;
 use super::registry::Registry;
 use super::stats::PoolStats;
 
@@ -15,7 +18,19 @@ use super::stats::PoolStats;
 /// its threads; `join`s and scopes nested in that work stay in the pool.
 /// Dropping the pool lets queued and spawned work finish, then stops and
 /// joins its threads (when dropped on one of its own threads, the threads
-/// stop on their own instead of being joined).
+/// stop on their own instead of being joined). Async tasks do not keep
+/// it alive: those still pending are cancelled. See
+/// [`shutdown_timeout`](Self::shutdown_timeout) for what happens to each
+/// kind of work, and for a bounded wait.
+///
+/// [`handle`](Self::handle) gives a [`Handle`]: a cheap, cloneable
+/// reference to the pool that libraries can keep and threads can
+/// [`enter`](Handle::enter).
+///
+/// A `ThreadPool` is `UnwindSafe` and `RefUnwindSafe`: a panic caught
+/// around one of its calls leaves the pool consistent (a panic in user
+/// code is caught where it runs and handed to the caller, the pool's
+/// locks tolerate poisoning), so it can be used afterwards.
 ///
 /// ```
 /// let pool = bwos::ThreadPoolBuilder::new().num_threads(4).build()?;
@@ -90,14 +105,131 @@ impl ThreadPool {
         self.registry
             .with_current_worker(|worker| Some(worker?.index()))
     }
+
+    /// A [`Handle`] to this pool: cloneable, `Send + Sync`, and usable
+    /// after the pool is gone (see [`Handle`] for what it does then).
+    ///
+    /// ```
+    /// let pool = bwos::ThreadPoolBuilder::new().num_threads(2).build()?;
+    /// let handle = pool.handle();
+    /// let task = std::thread::spawn(move || handle.spawn(async { 6 * 7 }))
+    ///     .join()
+    ///     .unwrap();
+    /// assert_eq!(pool.block_on(task).unwrap(), 42);
+    /// # Ok::<(), bwos::ThreadPoolBuildError>(())
+    /// ```
+    pub fn handle(&self) -> Handle {
+        Handle::new(Arc::clone(&self.registry))
+    }
+
+    /// Shuts the pool down and waits at most `timeout` for its work to stop
+    /// (tokio's `Runtime::shutdown_timeout`); the threads still busy after
+    /// that are left to finish on their own. What happens to each kind of
+    /// work, here and when the pool is dropped:
+    ///
+    /// - **async tasks** ([`spawn_task`](Self::spawn_task),
+    ///   [`task::spawn`](crate::task::spawn)) do not keep the pool alive:
+    ///   those not running are cancelled as the workers stop (their futures
+    ///   dropped, their [`JoinHandle`](crate::task::JoinHandle)s report
+    ///   [`is_cancelled`](crate::task::JoinError::is_cancelled)); a poll
+    ///   that is running finishes first. Once the workers have stopped, a
+    ///   task spawned or woken (through a [`Handle`], a waker) is cancelled
+    ///   at once.
+    /// - **detached jobs** ([`spawn`](Self::spawn), `spawn_fifo`,
+    ///   `spawn_broadcast`) keep the workers running until they have run,
+    ///   as when the pool is dropped.
+    /// - **blocking closures** ([`spawn_blocking`](Self::spawn_blocking))
+    ///   not started yet are cancelled; those running cannot be interrupted
+    ///   and run to their end on their threads.
+    /// - **timers and sockets** of the pool: a timer polled after the
+    ///   workers stopped panics (nobody would fire it); socket operations
+    ///   fail with an I/O error.
+    ///
+    /// The call waits for the workers to stop and for the blocking threads
+    /// to finish their closures, together at most `timeout`; then it joins
+    /// the workers if they stopped (as dropping the pool does). Whatever is
+    /// still running after `timeout` (a worker in a long job or task poll,
+    /// a blocking closure) goes on without anyone waiting: its thread exits
+    /// when it is done, and nothing of the pool is leaked beyond that.
+    /// Dropping the pool instead waits for the workers however long they
+    /// take, and never for blocking closures.
+    ///
+    /// Called on one of the pool's own workers, it cannot wait for them (it
+    /// runs on one): it returns at once, as
+    /// [`shutdown_background`](Self::shutdown_background). Called on one of
+    /// the pool's blocking threads, it does not wait for that thread.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let pool = bwos::ThreadPoolBuilder::new().num_threads(1).build()?;
+    /// let (release, wait) = std::sync::mpsc::channel::<()>();
+    /// let (started, has_started) = std::sync::mpsc::channel::<()>();
+    /// let stuck = pool.spawn_blocking(move || {
+    ///     started.send(()).unwrap();
+    ///     wait.recv().ok()
+    /// });
+    /// // Running: it will not be cancelled (a queued closure would be).
+    /// has_started.recv().unwrap();
+    /// // Returns after about 10 ms: the closure is still blocked.
+    /// pool.shutdown_timeout(Duration::from_millis(10));
+    /// release.send(()).unwrap();
+    /// assert_eq!(bwos::block_on(stuck).unwrap(), Some(()));
+    /// # Ok::<(), bwos::ThreadPoolBuildError>(())
+    /// ```
+    pub fn shutdown_timeout(self, timeout: Duration) {
+        if !self.registry.begin_shutdown() {
+            return;
+        }
+        if self.registry.runs_on_own_worker() {
+            self.registry.detach_threads();
+            return;
+        }
+        // A timeout past the clock's range waits without a deadline.
+        let deadline = Instant::now().checked_add(timeout);
+        let stopped = self.registry.wait_for_workers(deadline);
+        if stopped {
+            // Every worker has left its loop: the joins are short.
+            self.registry.blocking.wait_for_threads(deadline);
+            self.registry.join_threads();
+        } else {
+            self.registry.detach_threads();
+        }
+    }
+
+    /// Shuts the pool down without waiting for its work to stop (tokio's
+    /// `Runtime::shutdown_background`): the same as
+    /// [`shutdown_timeout`](Self::shutdown_timeout) with a zero timeout.
+    /// Useful where the caller must not block, on a worker of another
+    /// pool for example. The workers and blocking threads stop as they do
+    /// after `shutdown_timeout` (pending tasks cancelled, running closures
+    /// finishing) and exit when done; nobody joins them.
+    ///
+    /// ```
+    /// let pool = bwos::ThreadPoolBuilder::new().num_threads(2).build()?;
+    /// let pending = pool.spawn_task(std::future::pending::<()>());
+    /// pool.shutdown_background();
+    /// assert!(bwos::block_on(pending).unwrap_err().is_cancelled());
+    /// # Ok::<(), bwos::ThreadPoolBuildError>(())
+    /// ```
+    pub fn shutdown_background(self) {
+        self.shutdown_timeout(Duration::ZERO);
+    }
 }
+
+// A panic caught around a call leaves the pool consistent: user code runs
+// under `catch_unwind` wherever bwos holds state across it, and the pool's
+// locks tolerate poisoning.
+impl UnwindSafe for ThreadPool {}
+impl RefUnwindSafe for ThreadPool {}
 
 impl Drop for ThreadPool {
     fn drop(&mut self) {
-        self.registry.decrement_terminate_count();
-        if self.registry.join_on_drop
-            && self.registry.with_current_worker(|worker| worker.is_none())
-        {
+        if !self.registry.begin_shutdown() {
+            // `shutdown_timeout` did it.
+            return;
+        }
+        if self.registry.join_on_drop && !self.registry.runs_on_own_worker() {
             self.registry.join_threads();
         } else {
             // Not joined here (a detaching pool, or dropped on one of its

@@ -9,9 +9,9 @@
 use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread::{JoinHandle, Thread};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bwos_queue::{fifo, lifo};
 use crossbeam_deque::Injector;
@@ -94,6 +94,13 @@ pub(crate) struct Registry {
     pub(crate) tasks: PoolTasks,
     /// Workers that have not stopped yet; the last to stop closes `tasks`.
     running_workers: AtomicUsize,
+    /// Whether every worker has stopped (`running_workers` reached zero),
+    /// for `ThreadPool::shutdown_timeout` to wait on with a timeout.
+    workers_gone: Mutex<bool>,
+    workers_gone_signal: Condvar,
+    /// The `ThreadPool` was dropped or shut down: see
+    /// [`Registry::begin_shutdown`].
+    shutdown_begun: AtomicBool,
     /// The driver the workers park in (the I/O driver, created by the
     /// pool's first socket; see `driver.rs`).
     pub(crate) driver: DriverSlot,
@@ -144,6 +151,9 @@ impl Registry {
             tasks: PoolTasks::new(task_stealers),
             // The building thread, if it is worker 0, never stops.
             running_workers: AtomicUsize::new(n - usize::from(options.uses_building_thread)),
+            workers_gone: Mutex::new(n == usize::from(options.uses_building_thread)),
+            workers_gone_signal: Condvar::new(),
+            shutdown_begun: AtomicBool::new(false),
             blocking: BlockingPool::new(options.max_blocking_threads, options.blocking_keep_alive),
             timers: Timers::new(),
             unhandled_panics: AtomicU64::new(0),
@@ -435,8 +445,10 @@ impl Registry {
     }
 
     /// Calls `f` with the current pool's registry: the calling worker's,
-    /// the one the calling thread entered (in `block_on`, on a blocking
-    /// thread: see `context.rs`), or the global pool's.
+    /// the one the calling thread entered last (in `block_on`, on a
+    /// blocking thread, with an `EnterGuard`: see `context.rs`; a worker
+    /// that entered another pool is hidden meanwhile), or the global
+    /// pool's.
     #[inline]
     pub(crate) fn with_current<R>(f: impl FnOnce(&Arc<Registry>) -> R) -> R {
         WorkerThread::with_current(|worker| match worker {
@@ -481,7 +493,67 @@ impl Registry {
             if let Some(driver) = self.driver.get() {
                 driver.shut_down();
             }
+            // Nobody fires them any more: a sleep polled from now on (by a
+            // thread outside the pool) panics instead of waiting forever.
+            self.timers.close();
+            *lock(&self.workers_gone) = true;
+            self.workers_gone_signal.notify_all();
         }
+    }
+
+    /// The pool's `ThreadPool` is dropped or shut down: drops its count
+    /// (the workers stop once the detached jobs are done) and marks the
+    /// pool as shut down for its `Handle`s. `false` if that happened
+    /// before (nothing is done twice).
+    pub(crate) fn begin_shutdown(&self) -> bool {
+        // Relaxed: the flag only makes the second call a no-op and tells
+        // handles the pool is gone; the count's AcqRel decrement publishes
+        // what the owner did.
+        if self.shutdown_begun.swap(true, Ordering::Relaxed) {
+            return false;
+        }
+        self.decrement_terminate_count();
+        true
+    }
+
+    /// Whether the pool's `ThreadPool` was dropped or shut down.
+    pub(crate) fn is_shut_down(&self) -> bool {
+        // Relaxed: see `begin_shutdown`.
+        self.shutdown_begun.load(Ordering::Relaxed)
+    }
+
+    /// Waits until every worker has stopped (after the count reached zero)
+    /// or `deadline` passed (`None`: no deadline); whether they stopped.
+    pub(crate) fn wait_for_workers(&self, deadline: Option<Instant>) -> bool {
+        let mut gone = lock(&self.workers_gone);
+        while !*gone {
+            let Some(deadline) = deadline else {
+                gone = self
+                    .workers_gone_signal
+                    .wait(gone)
+                    .unwrap_or_else(|poison| poison.into_inner());
+                continue;
+            };
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            gone = self
+                .workers_gone_signal
+                .wait_timeout(gone, left)
+                .unwrap_or_else(|poison| poison.into_inner())
+                .0;
+        }
+        true
+    }
+
+    /// Whether the calling thread runs one of this pool's workers (also
+    /// while another pool it entered hides the worker, see `context.rs`):
+    /// such a thread cannot wait for the workers to stop.
+    pub(crate) fn runs_on_own_worker(&self) -> bool {
+        WorkerThread::with_own(|worker| {
+            worker.is_some_and(|worker| ptr::eq(Arc::as_ptr(worker.registry()), self))
+        })
     }
 
     /// Runs `op` on a worker of this pool and returns its result; panics
@@ -507,7 +579,10 @@ impl Registry {
         R: Send,
     {
         let job = StackJob::new(ThreadLatch::for_current_thread(), || {
-            WorkerThread::with_current(|worker| {
+            // `with_own`: a worker whose thread entered another pool for
+            // good (a leaked `EnterGuard`, see `context.rs`) still runs
+            // its pool's jobs.
+            WorkerThread::with_own(|worker| {
                 op(worker.expect("injected jobs run on workers of their registry"))
             })
         });

@@ -30,7 +30,7 @@ impl ThreadPoolBuilder {
     ) -> Result<ThreadPool, ThreadPoolBuildError> {
         self.validate()?;
         let num_threads = self.resolved_num_threads()?;
-        if self.use_current_thread && WorkerThread::with_current(|worker| worker.is_some()) {
+        if self.use_current_thread && WorkerThread::with_own(|worker| worker.is_some()) {
             return Err(ThreadPoolBuildError::CurrentThreadAlreadyInPool);
         }
         let idle = self.idle_config(num_threads);

@@ -118,6 +118,11 @@ const MAX_OFFER_BACKOFF: u32 = 63;
 thread_local! {
     /// The worker running on this thread, or null.
     static CURRENT: Cell<*const WorkerThread> = const { Cell::new(ptr::null()) };
+    /// The worker of this thread while the pool the thread entered last
+    /// is another pool (`context.rs`), else null: `CURRENT` is null
+    /// meanwhile, so the thread works for the entered pool as a thread
+    /// outside the pools does. At most one of the two is non-null.
+    static HIDDEN: Cell<*const WorkerThread> = const { Cell::new(ptr::null()) };
 }
 
 /// How the builder configured the workers of a pool.
@@ -211,6 +216,55 @@ impl WorkerThread {
     #[inline(always)]
     pub(crate) fn current_ptr() -> *const WorkerThread {
         CURRENT.with(Cell::get)
+    }
+
+    /// Hides the calling thread's worker while `entered`, the pool the
+    /// thread entered last (`context.rs`; null if none), is not the
+    /// worker's pool, and shows it again otherwise: called whenever the
+    /// thread enters or leaves a pool. Hidden, the worker is nobody's
+    /// current worker (`with_current` answers `None`), so `join`, `spawn`
+    /// and the rest use the entered pool, as on a thread outside the
+    /// pools. Costs nothing on the paths that look for the worker.
+    pub(crate) fn hide_unless_in(entered: *const Registry) {
+        let worker = match CURRENT.with(Cell::get) {
+            shown if !shown.is_null() => shown,
+            _ => HIDDEN.with(Cell::get),
+        };
+        // SAFETY: a non-null `CURRENT` is live (see `with_current`), and so
+        // is a non-null `HIDDEN`: it is only set here, from a live worker
+        // of this thread, and cleared where the thread stops being that
+        // worker (`forget_hidden`), before the worker goes.
+        let Some(worker) = (unsafe { worker.as_ref() }) else {
+            return;
+        };
+        let own_pool = Arc::as_ptr(&worker.registry);
+        if entered.is_null() || ptr::eq(entered, own_pool) {
+            HIDDEN.with(|hidden| hidden.set(ptr::null()));
+            CURRENT.with(|current| current.set(worker));
+        } else {
+            CURRENT.with(|current| current.set(ptr::null()));
+            HIDDEN.with(|hidden| hidden.set(worker));
+        }
+    }
+
+    /// Calls `f` with the calling thread's worker, shown or hidden by an
+    /// entered pool (see [`hide_unless_in`](Self::hide_unless_in)): for
+    /// what concerns the thread itself (how to wake it, whether it may
+    /// wait for its own pool), not where its work goes.
+    pub(crate) fn with_own<R>(f: impl FnOnce(Option<&WorkerThread>) -> R) -> R {
+        let worker = match CURRENT.with(Cell::get) {
+            shown if !shown.is_null() => shown,
+            _ => HIDDEN.with(Cell::get),
+        };
+        // SAFETY: as in `hide_unless_in`; `f` cannot keep the borrow.
+        f(unsafe { worker.as_ref() })
+    }
+
+    /// The calling thread stops being a worker for good (its scheduler
+    /// loop ended): a worker hidden by an entered pool that was never
+    /// left (a leaked `EnterGuard`) must not be shown again.
+    fn forget_hidden() {
+        HIDDEN.with(|hidden| hidden.set(ptr::null()));
     }
 
     /// The pool's idle hint, the real one even without lazy queueing.
@@ -865,6 +919,7 @@ impl WorkerThread {
         }
         worker.registry.thread_exiting(index);
         CURRENT.with(|current| current.set(ptr::null()));
+        Self::forget_hidden();
         worker.registry.worker_stopped();
         guard.disarm();
     }
@@ -905,6 +960,7 @@ impl WorkerThread {
         #[cfg(feature = "fork")]
         self.stack_limit.set(own_stack_limit);
         CURRENT.with(|current| current.set(ptr::null()));
+        Self::forget_hidden();
         guard.disarm();
     }
 

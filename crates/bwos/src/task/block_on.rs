@@ -7,7 +7,8 @@
 //! worker (of this pool or another) keeps running its pool's work
 //! meanwhile, as `install` does. While it polls, the calling thread works
 //! for the pool (`sched/context.rs`): the tasks the future spawns, its
-//! timers and its `join`s go to that pool.
+//! timers and its `join`s go to that pool, also on a worker of another
+//! pool.
 //!
 //! Each poll has a cooperative budget, as a task's poll
 //! (`sched/coop.rs`).
@@ -50,34 +51,38 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
 }
 
 /// [`block_on`] for `registry`'s pool.
+///
+/// The pool is entered for each poll, not for the waits between them: a
+/// worker of another pool works for `registry`'s pool while it polls (its
+/// worker hidden, see `sched/context.rs`) and for its own pool while it
+/// waits.
 pub(crate) fn block_on_in<F: Future>(registry: &Arc<Registry>, future: F) -> F::Output {
     // Dropped after the future, which may hold tokio guards of its own.
     #[cfg(feature = "tokio-compat")]
     let _tokio = crate::sched::tokio_compat::enter();
-    context::enter(registry, || {
-        let mut future = pin!(future);
-        let signal = Arc::new(Signal {
-            latch: Mutex::new(Arc::new(ThreadLatch::for_current_thread())),
-        });
-        let waker = Waker::from(Arc::clone(&signal));
-        let mut cx = Context::from_waker(&waker);
-        loop {
-            // A fresh latch before the poll: a wake-up during the poll sets
-            // it, and the wait below returns at once.
-            let latch = Arc::new(ThreadLatch::for_current_thread());
-            *signal.lock() = Arc::clone(&latch);
-            // A fresh cooperative budget per poll, as a task's (and as
-            // tokio's `block_on`), so that a future behaves the same under
-            // `block_on` as in a task: `consume_budget` yields, a timeout
-            // around a busy future still fires. A yield for the budget sets
-            // the latch, so the wait below returns at once: one extra poll
-            // per `POLL_BUDGET` ready operations.
-            if let Poll::Ready(output) = coop::budget(|| future.as_mut().poll(&mut cx)) {
-                return output;
-            }
-            latch.core().wait();
+    let mut future = pin!(future);
+    let signal = Arc::new(Signal {
+        latch: Mutex::new(Arc::new(ThreadLatch::for_current_thread())),
+    });
+    let waker = Waker::from(Arc::clone(&signal));
+    let mut cx = Context::from_waker(&waker);
+    loop {
+        // A fresh latch before the poll: a wake-up during the poll sets
+        // it, and the wait below returns at once.
+        let latch = Arc::new(ThreadLatch::for_current_thread());
+        *signal.lock() = Arc::clone(&latch);
+        // A fresh cooperative budget per poll, as a task's (and as
+        // tokio's `block_on`), so that a future behaves the same under
+        // `block_on` as in a task: `consume_budget` yields, a timeout
+        // around a busy future still fires. A yield for the budget sets
+        // the latch, so the wait below returns at once: one extra poll
+        // per `POLL_BUDGET` ready operations.
+        let polled = context::enter(registry, || coop::budget(|| future.as_mut().poll(&mut cx)));
+        if let Poll::Ready(output) = polled {
+            return output;
         }
-    })
+        latch.core().wait();
+    }
 }
 
 /// The waker of a `block_on`: sets the calling thread's current latch.

@@ -7,6 +7,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use crate::sched::handle::Handle;
 use crate::sched::pool::ThreadPool;
 use crate::sched::registry::Registry;
 use crate::sched::task::raw::{self, JoinHandle, Notified, Schedule};
@@ -49,6 +50,29 @@ where
 impl ThreadPool {
     /// Runs `f` on a blocking thread of this pool: see
     /// [`task::spawn_blocking`](crate::task::spawn_blocking).
+    pub fn spawn_blocking<F, R>(&self, f: F) -> JoinHandle<R>
+    where
+        F: FnOnce() -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        spawn_blocking_in(&self.registry, f)
+    }
+}
+
+impl Handle {
+    /// Runs `f` on a blocking thread of this handle's pool: see
+    /// [`task::spawn_blocking`](crate::task::spawn_blocking). Once the
+    /// pool's workers have stopped (its `ThreadPool` dropped or shut down)
+    /// the closure is not run: its handle reports
+    /// [`is_cancelled`](crate::task::JoinError::is_cancelled).
+    ///
+    /// ```
+    /// let pool = bwos::ThreadPoolBuilder::new().num_threads(1).build()?;
+    /// let handle = pool.handle();
+    /// let read = handle.spawn_blocking(|| std::env::temp_dir().exists());
+    /// assert!(handle.block_on(read).unwrap());
+    /// # Ok::<(), bwos::ThreadPoolBuildError>(())
+    /// ```
     pub fn spawn_blocking<F, R>(&self, f: F) -> JoinHandle<R>
     where
         F: FnOnce() -> R + Send + 'static,

@@ -12,12 +12,13 @@
 
 use std::fmt;
 use std::future::{Future, poll_fn};
+use std::panic;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Wake, Waker, ready};
 
-use super::{JoinError, JoinHandle, spawn};
+use super::{AbortHandle, JoinError, JoinHandle, spawn, spawn_blocking};
 use crate::sched::coop;
 
 /// A set of tasks spawned on the current pool, awaited in the order they
@@ -171,6 +172,92 @@ impl<T> JoinSet<T> {
         poll_fn(|cx| self.poll_join_next(cx)).await
     }
 
+    /// The outcome of a task of the set that has finished, if one has,
+    /// without waiting: `None` if the set is empty or no task has finished
+    /// yet (a task that is finishing at this very moment may show only in
+    /// the next call). The task leaves the set. Spends no cooperative
+    /// budget: a loop over it never gets a spurious `None` for that.
+    ///
+    /// ```
+    /// use bwos::task::JoinSet;
+    ///
+    /// bwos::block_on(async {
+    ///     let mut set = JoinSet::new();
+    ///     let task = set.spawn(async { 5 });
+    ///     while !task.is_finished() {
+    ///         bwos::task::yield_now().await;
+    ///     }
+    ///     let mut outputs = Vec::new();
+    ///     while !set.is_empty() {
+    ///         match set.try_join_next() {
+    ///             Some(outcome) => outputs.push(outcome.unwrap()),
+    ///             // Finished, and its wake-up on its way to the set.
+    ///             None => bwos::task::yield_now().await,
+    ///         }
+    ///     }
+    ///     assert_eq!(outputs, [5]);
+    ///     assert!(set.try_join_next().is_none());
+    /// });
+    /// ```
+    pub fn try_join_next(&mut self) -> Option<Result<T, JoinError>> {
+        if self.len == 0 {
+            return None;
+        }
+        // Unconstrained: `JoinHandle::poll` would answer `Pending` for a
+        // finished task once the budget is spent, and there is no waiter
+        // here to come back for it.
+        coop::with_unconstrained(|| {
+            loop {
+                match self.poll_woken(None) {
+                    Some(Poll::Ready(outcome)) => return outcome,
+                    Some(Poll::Pending) => return None,
+                    // Every handle on the list was still pending: look again,
+                    // which finds new wake-ups or an empty list.
+                    None => {}
+                }
+            }
+        })
+    }
+
+    /// Waits for every task of the set and returns their outputs, in the
+    /// order the tasks finished (tokio's `JoinSet::join_all`): the same as
+    /// [`join_next`](Self::join_next) in a loop.
+    ///
+    /// # Panics
+    /// If a task panicked, its panic resumes here; if one was cancelled,
+    /// this panics saying so. Either way the set is dropped as the panic
+    /// unwinds, which aborts the tasks still in it. To handle a failed task
+    /// some other way, call `join_next` in a loop.
+    ///
+    /// ```
+    /// use bwos::task::JoinSet;
+    ///
+    /// let outputs = bwos::block_on(async {
+    ///     let mut set = JoinSet::new();
+    ///     for i in 0..3u32 {
+    ///         set.spawn(async move { i * 2 });
+    ///     }
+    ///     set.join_all().await
+    /// });
+    /// let mut sorted = outputs.clone();
+    /// sorted.sort();
+    /// assert_eq!(sorted, [0, 2, 4]);
+    /// ```
+    pub async fn join_all(mut self) -> Vec<T> {
+        let mut outputs = Vec::with_capacity(self.len);
+        while let Some(outcome) = self.join_next().await {
+            match outcome {
+                Ok(output) => outputs.push(output),
+                Err(error) if error.is_panic() => panic::resume_unwind(error.into_panic()),
+                Err(_) => panic!(
+                    "JoinSet::join_all: a task of the set was cancelled (aborted, or its pool \
+                     shut down); call join_next in a loop to handle that"
+                ),
+            }
+        }
+        outputs
+    }
+
     /// The poll behind [`join_next`](Self::join_next): `Ready(None)` when
     /// the set is empty, `Ready(Some(_))` with a finished task's outcome,
     /// or `Pending` with `cx`'s waker registered for the next task to
@@ -190,7 +277,7 @@ impl<T> JoinSet<T> {
         // pending ones spend nothing, so none of them finds it spent.
         ready!(coop::poll_proceed(cx));
         loop {
-            if let Some(outcome) = self.poll_woken(cx) {
+            if let Some(outcome) = self.poll_woken(Some(cx)) {
                 return outcome;
             }
             // Every woken handle was still pending: look again, which
@@ -199,14 +286,20 @@ impl<T> JoinSet<T> {
     }
 
     /// One look at the ready list: `Some` with the poll's answer, or
-    /// `None` if every handle on it was still pending.
-    fn poll_woken(&mut self, cx: &mut Context<'_>) -> Option<Poll<Option<Result<T, JoinError>>>> {
+    /// `None` if every handle on it was still pending. With an empty list
+    /// the answer is `Pending`, with `waiter`'s waker registered if given.
+    fn poll_woken(
+        &mut self,
+        waiter: Option<&mut Context<'_>>,
+    ) -> Option<Poll<Option<Result<T, JoinError>>>> {
         let woken = {
             let mut ready = self.ready.lock();
             if ready.woken.is_empty() {
                 // Registered under the lock that wake-ups queue under: a
                 // task woken after this look finds the waiter.
-                ready.waiter = Some(cx.waker().clone());
+                if let Some(cx) = waiter {
+                    ready.waiter = Some(cx.waker().clone());
+                }
                 return Some(Poll::Pending);
             }
             std::mem::take(&mut ready.woken)
@@ -249,12 +342,46 @@ impl<T> JoinSet<T> {
 
 impl<T: Send + 'static> JoinSet<T> {
     /// Spawns `future` on the current pool (as [`task::spawn`](spawn)
-    /// does) as a task of this set.
-    pub fn spawn<F>(&mut self, future: F)
+    /// does) as a task of this set. The returned [`AbortHandle`] cancels
+    /// that task alone; the task stays in the set until
+    /// [`join_next`](Self::join_next) returns its outcome (cancelled,
+    /// unless it finished first). Dropping the `AbortHandle` does nothing.
+    pub fn spawn<F>(&mut self, future: F) -> AbortHandle
     where
         F: Future<Output = T> + Send + 'static,
     {
-        let handle = spawn(future);
+        self.insert(spawn(future))
+    }
+
+    /// Runs `f` on a blocking thread of the current pool (as
+    /// [`task::spawn_blocking`](spawn_blocking) does), as a task of this
+    /// set. Aborting it (through the returned [`AbortHandle`], or
+    /// [`abort_all`](Self::abort_all), or dropping the set) cancels it if
+    /// it has not started; once it runs, it runs to its end, since a
+    /// thread cannot be interrupted.
+    ///
+    /// ```
+    /// use bwos::task::JoinSet;
+    ///
+    /// let sum: u64 = bwos::block_on(async {
+    ///     let mut set = JoinSet::new();
+    ///     for i in 1..=4u64 {
+    ///         set.spawn_blocking(move || i * 10);
+    ///     }
+    ///     set.join_all().await.into_iter().sum()
+    /// });
+    /// assert_eq!(sum, 100);
+    /// ```
+    pub fn spawn_blocking<F>(&mut self, f: F) -> AbortHandle
+    where
+        F: FnOnce() -> T + Send + 'static,
+    {
+        self.insert(spawn_blocking(f))
+    }
+
+    /// Adds a spawned task to the set.
+    fn insert(&mut self, handle: JoinHandle<T>) -> AbortHandle {
+        let abort = handle.abort_handle();
         let index = self.free.pop().unwrap_or(self.slots.len());
         let id = self.next_id;
         self.next_id += 1;
@@ -274,6 +401,7 @@ impl<T: Send + 'static> JoinSet<T> {
             self.slots[index] = slot;
         }
         self.len += 1;
+        abort
     }
 }
 

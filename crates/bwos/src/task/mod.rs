@@ -63,12 +63,14 @@ mod coop;
 pub(crate) mod executor;
 mod join_set;
 
+pub use crate::sched::task::abort_handle::AbortHandle;
 pub use crate::sched::task::raw::{JoinError, JoinHandle};
 pub use block_in_place::block_in_place;
 pub use blocking::spawn_blocking;
 pub use coop::{Unconstrained, consume_budget, unconstrained};
 pub use join_set::JoinSet;
 
+use crate::sched::handle::Handle;
 use crate::sched::pool::ThreadPool;
 use crate::sched::registry::Registry;
 use std::future::Future;
@@ -76,7 +78,9 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 /// Spawns `future` as a task on the current pool: the pool of the calling
-/// worker, or the global pool outside pools. It starts running at once,
+/// worker, else the pool the thread entered (a [`block_on`](crate::block_on)
+/// polling, a blocking thread, a [`Handle::enter`] guard), else the global
+/// pool. It starts running at once,
 /// whether or not the returned [`JoinHandle`] is awaited; dropping the
 /// handle detaches the task.
 ///
@@ -188,6 +192,51 @@ impl ThreadPool {
     /// # Ok::<(), bwos::ThreadPoolBuildError>(())
     /// ```
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+        block_on::block_on_in(&self.registry, future)
+    }
+}
+
+impl Handle {
+    /// Spawns `future` as a task of this handle's pool, from any thread
+    /// (see [`task::spawn`](crate::task::spawn)). Once the pool's workers
+    /// have stopped (its `ThreadPool` dropped or shut down) the task is
+    /// cancelled: its [`JoinHandle`] reports
+    /// [`is_cancelled`](JoinError::is_cancelled) (see [`Handle`]).
+    ///
+    /// ```
+    /// let pool = bwos::ThreadPoolBuilder::new().num_threads(2).build()?;
+    /// let handle = pool.handle();
+    /// let task = handle.spawn(async { 6 * 7 });
+    /// assert_eq!(handle.block_on(task).unwrap(), 42);
+    /// drop(pool);
+    /// // The handle outlives its pool: its tasks are cancelled.
+    /// let late = handle.spawn(async { 1 });
+    /// assert!(bwos::block_on(late).unwrap_err().is_cancelled());
+    /// # Ok::<(), bwos::ThreadPoolBuildError>(())
+    /// ```
+    pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        executor::spawn_in(&self.registry, future)
+    }
+
+    /// Runs `future` to completion on the calling thread, for this
+    /// handle's pool, as [`ThreadPool::block_on`] does: the tasks, timers,
+    /// sockets and joins it starts go to that pool.
+    ///
+    /// # Panics
+    /// If the pool has shut down (its `ThreadPool` was dropped or shut
+    /// down): nothing would run its tasks or fire its timers, so the call
+    /// could wait forever. And as `ThreadPool::block_on`, if the future
+    /// panics.
+    pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+        assert!(
+            !self.registry.is_shut_down(),
+            "bwos: Handle::block_on on a pool that has shut down (its ThreadPool was dropped \
+             or shut down): nothing would run its tasks or fire its timers"
+        );
         block_on::block_on_in(&self.registry, future)
     }
 }

@@ -92,6 +92,24 @@ impl Future for Sleep {
 }
 
 impl Sleep {
+    /// The timer says it fired: the deadline has passed, unless the pool
+    /// shut down (its wheel closed then, firing every timer early).
+    ///
+    /// # Panics
+    /// If the pool shut down before the deadline: nobody would ever end
+    /// the sleep (tokio panics there too).
+    fn fired(&mut self) -> Poll<()> {
+        if Instant::now() < self.deadline && self.registry.timers.is_closed() {
+            panic!(
+                "bwos: a timer (time::sleep, timeout, interval) of a pool that has shut down \
+                 was polled before its deadline: nothing would ever end it. Its pool's \
+                 ThreadPool was dropped or shut down while the timer was still in use"
+            );
+        }
+        self.elapsed = true;
+        Poll::Ready(())
+    }
+
     /// The poll, without the budget.
     fn poll_elapsed(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         if self.elapsed {
@@ -112,18 +130,12 @@ impl Sleep {
                     Registered::Pending => Poll::Pending,
                     // A worker processed past the deadline since the
                     // clock was read above.
-                    Registered::Fired => {
-                        self.elapsed = true;
-                        Poll::Ready(())
-                    }
+                    Registered::Fired => self.fired(),
                 }
             }
             Some(timer) => match timers.register(timer, cx.waker()) {
                 Registered::Pending => Poll::Pending,
-                Registered::Fired => {
-                    self.elapsed = true;
-                    Poll::Ready(())
-                }
+                Registered::Fired => self.fired(),
             },
         }
     }

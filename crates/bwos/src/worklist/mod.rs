@@ -519,7 +519,8 @@ where
             if self.shared.is_stopped() {
                 return;
             }
-            WorkerThread::with_current(|worker| {
+            // `with_own`: see `Registry::in_worker_injected`.
+            WorkerThread::with_own(|worker| {
                 let worker = worker.expect("scope jobs run on workers of the scope's pool");
                 self.participate(worker, scope, None::<Vec<T>>);
             });

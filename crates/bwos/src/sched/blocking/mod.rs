@@ -136,6 +136,23 @@ impl BlockingPool {
     pub(crate) fn threads(&self) -> usize {
         self.shared.queue.threads()
     }
+
+    /// After [`shut_down`](Self::shut_down): waits until every blocking
+    /// thread has finished its closure and left, but the calling thread if
+    /// it is one of them, or until `deadline` (`None`: no deadline).
+    /// Whether they left.
+    pub(crate) fn wait_for_threads(&self, deadline: Option<std::time::Instant>) -> bool {
+        let own = THIS_THREAD
+            .try_with(|this| {
+                this.borrow()
+                    .as_ref()
+                    .is_some_and(|(shared, _)| Arc::ptr_eq(shared, &self.shared))
+            })
+            .unwrap_or(false);
+        self.shared
+            .queue
+            .wait_for_threads(usize::from(own), deadline)
+    }
 }
 
 impl Shared {

@@ -39,6 +39,9 @@ use crate::sched::sync::{Condvar, Mutex, MutexGuard};
 pub(crate) struct BlockingQueue<T> {
     state: Mutex<State<T>>,
     max_threads: usize,
+    /// Notified whenever a thread stops counting, for
+    /// [`wait_for_threads`](BlockingQueue::wait_for_threads).
+    exited: Condvar,
 }
 
 struct State<T> {
@@ -105,6 +108,7 @@ impl<T> BlockingQueue<T> {
                 shutdown: false,
             }),
             max_threads,
+            exited: Condvar::new(),
         }
     }
 
@@ -153,6 +157,7 @@ impl<T> BlockingQueue<T> {
         let mut state = self.lock();
         state.threads -= 1;
         state.arriving -= 1;
+        self.exited.notify_all();
         if state.threads == 0 {
             state.queue.drain(..).collect()
         } else {
@@ -198,6 +203,7 @@ impl<T> BlockingQueue<T> {
             }
             if state.shutdown {
                 state.threads -= 1;
+                self.exited.notify_all();
                 return None;
             }
             state.idle.push(Idle {
@@ -223,6 +229,7 @@ impl<T> BlockingQueue<T> {
                 // it, `push` refuses).
                 if woken.shutdown || (timeout.timed_out() && woken.queue.is_empty()) {
                     woken.threads -= 1;
+                    self.exited.notify_all();
                     return None;
                 }
             }
@@ -252,6 +259,35 @@ impl<T> BlockingQueue<T> {
     /// Threads alive.
     pub(crate) fn threads(&self) -> usize {
         self.lock().threads
+    }
+
+    /// Waits until at most `threads` threads are alive or `deadline`
+    /// passed (`None`: no deadline); whether they are down to that many.
+    pub(crate) fn wait_for_threads(
+        &self,
+        threads: usize,
+        deadline: Option<std::time::Instant>,
+    ) -> bool {
+        let mut state = self.lock();
+        while state.threads > threads {
+            let Some(deadline) = deadline else {
+                state = self
+                    .exited
+                    .wait(state)
+                    .unwrap_or_else(|poison| poison.into_inner());
+                continue;
+            };
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            state = self
+                .exited
+                .wait_timeout(state, left)
+                .unwrap_or_else(|poison| poison.into_inner())
+                .0;
+        }
+        true
     }
 
     /// Threads on the idle stack.

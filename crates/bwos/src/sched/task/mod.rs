@@ -19,6 +19,8 @@
 //! each own one reference. The state machine is model-checked with loom
 //! and the allocation and waker code runs under Miri.
 
+#[cfg(not(bwos_loom))]
+pub(crate) mod abort_handle;
 pub(crate) mod inject;
 #[cfg(not(bwos_loom))]
 pub(crate) mod list;

@@ -37,6 +37,7 @@ use std::pin::Pin;
 use std::ptr::NonNull;
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
+use super::abort_handle::AbortHandle;
 use super::state::{EndPoll, StartPoll, State, Wake};
 use crate::sched::job::JobRef;
 use crate::sched::{coop, long_polls};
@@ -136,6 +137,16 @@ impl TaskRef {
             // the caller vouches for keeps the task alive across the call.
             unsafe { (header.vtable.schedule)(self.0) }
         }
+    }
+
+    /// Whether the task has completed (finished, panicked or been
+    /// cancelled).
+    ///
+    /// # Safety
+    /// As for [`header`](Self::header).
+    pub(crate) unsafe fn is_complete(self) -> bool {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.header() }.state.load().is_complete()
     }
 
     /// Aborts the task (as `JoinHandle::abort`) and drops one reference
@@ -740,6 +751,24 @@ impl<T> JoinHandle<T> {
     /// cancelled), so that awaiting the handle returns at once.
     pub fn is_finished(&self) -> bool {
         self.header().state.load().is_complete()
+    }
+
+    /// A handle that aborts the task without owning its output: it can be
+    /// cloned and sent to other threads, and outlives this handle (see
+    /// [`AbortHandle`]).
+    ///
+    /// ```
+    /// let pool = bwos::ThreadPoolBuilder::new().num_threads(1).build()?;
+    /// let task = pool.spawn_task(std::future::pending::<()>());
+    /// let abort = task.abort_handle();
+    /// std::thread::spawn(move || abort.abort()).join().unwrap();
+    /// assert!(pool.block_on(task).unwrap_err().is_cancelled());
+    /// # Ok::<(), bwos::ThreadPoolBuildError>(())
+    /// ```
+    pub fn abort_handle(&self) -> AbortHandle {
+        // SAFETY: the handle's reference keeps the task alive during the
+        // call.
+        unsafe { AbortHandle::new(TaskRef(self.header)) }
     }
 }
 

@@ -384,6 +384,29 @@ impl Timers {
     }
 }
 
+impl Timers {
+    /// The pool's workers stopped and nobody will fire timers again: every
+    /// pending timer fires now (its task is woken) and every timer added
+    /// later has fired at once, so that nothing waits for a deadline
+    /// forever. A `Sleep` told "fired" before its deadline looks at
+    /// [`is_closed`](Self::is_closed) and says why.
+    pub(crate) fn close(&self) {
+        let mut wakers = Vec::new();
+        {
+            let mut inner = self.lock();
+            inner.wheel.close(|waker| wakers.push(waker));
+            self.set_watcher(&mut inner, None);
+            self.publish_next(&inner);
+        }
+        wakers.into_iter().for_each(Waker::wake);
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.lock().wheel.is_closed()
+    }
+}
+
 #[cfg(bwos_loom)]
 impl Timers {
     /// Timers in the wheel, fired or pending (for the loom model).

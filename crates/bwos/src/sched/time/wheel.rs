@@ -260,6 +260,34 @@ impl Wheel {
         self.levels[level].occupied |= 1 << slot;
     }
 
+    /// Closes the wheel for good (its pool's workers stopped): every
+    /// pending timer fires now, its waker going to `wake`, and every timer
+    /// added or reset later has fired at once. Timers stay in the slab
+    /// until removed, as fired ones do.
+    pub(crate) fn close(&mut self, mut wake: impl FnMut(Waker)) {
+        self.elapsed = CLOSED;
+        for level in &mut self.levels {
+            level.occupied = 0;
+            level.heads = [NIL; SLOTS];
+        }
+        for (_, entry) in &mut self.entries {
+            entry.place = None;
+            entry.prev = NIL;
+            entry.next = NIL;
+            if !entry.fired {
+                entry.fired = true;
+                if let Some(waker) = entry.waker.take() {
+                    wake(waker);
+                }
+            }
+        }
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.elapsed == CLOSED
+    }
+
     /// Unlinks entry `key` from its slot, if it is in one.
     fn unlink(&mut self, key: usize) {
         let Some((level, slot)) = self.entries[key].place.take() else {
@@ -285,6 +313,10 @@ impl Wheel {
         }
     }
 }
+
+/// `elapsed` of a closed wheel: past every deadline (they saturate one
+/// below it).
+const CLOSED: u64 = u64::MAX;
 
 /// Ticks per slot of `level`.
 fn slot_range(level: usize) -> u64 {
@@ -330,6 +362,47 @@ mod tests {
         assert_eq!(fire_until(&mut wheel, 10_000), 1);
         assert!(wheel.has_fired(much_later));
         assert_eq!(wheel.next_expiration_tick(), None);
+    }
+
+    // Mutation caught: `Wheel::close` leaving `elapsed` as it was (a timer
+    // added after the close waits in the wheel forever).
+    #[test]
+    fn closing_fires_every_timer_now_and_every_later_one_at_once() {
+        struct Count(std::sync::atomic::AtomicUsize);
+        impl std::task::Wake for Count {
+            fn wake(self: std::sync::Arc<Self>) {
+                self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        let count = std::sync::Arc::new(Count(std::sync::atomic::AtomicUsize::new(0)));
+        let waker = Waker::from(std::sync::Arc::clone(&count));
+        let mut wheel = Wheel::new();
+        let timers: Vec<_> = [5, 70, 5_000, MAX_SPAN * 2, u64::MAX]
+            .into_iter()
+            .map(|when| wheel.insert(when, Some(waker.clone())))
+            .collect();
+        assert_eq!(fire_until(&mut wheel, 5), 1);
+        let mut woken = Vec::new();
+        wheel.close(|waker| woken.push(waker));
+        assert!(wheel.is_closed());
+        assert_eq!(woken.len(), 4, "the four pending timers");
+        woken.into_iter().for_each(Waker::wake);
+        assert!(timers.iter().all(|&timer| wheel.has_fired(timer)));
+        assert_eq!(wheel.next_expiration_tick(), None);
+        let late = wheel.insert(u64::MAX - 1, Some(waker.clone()));
+        assert!(wheel.has_fired(late));
+        assert!(
+            wheel.reset(timers[2], 10_000_000).is_none(),
+            "fired: no waker left"
+        );
+        assert!(wheel.has_fired(timers[2]));
+        assert_eq!(fire_until(&mut wheel, u64::MAX - 1), 0);
+        for timer in timers {
+            wheel.remove(timer);
+        }
+        wheel.remove(late);
+        assert_eq!(wheel.len(), 0);
+        assert_eq!(count.0.load(std::sync::atomic::Ordering::SeqCst), 4);
     }
 
     #[test]

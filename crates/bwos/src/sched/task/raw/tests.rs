@@ -200,6 +200,45 @@ fn abort_of_a_waiting_task_queues_its_cancellation() {
     assert!(outcome(&mut handle).is_err_and(|e| e.is_cancelled()));
 }
 
+// Mutation caught: `AbortHandle::clone` without its `ref_inc` (the clones
+// then release a reference they never took: Miri reports the task freed
+// while the handles still point to it, and the count check underflows).
+#[test]
+fn abort_handles_cancel_a_waiting_task_and_outlive_it() {
+    let queue = Arc::new(Queue::default());
+    let parked = Arc::new(Mutex::new(None));
+    let drops = Arc::new(AtomicUsize::new(0));
+    let future = CountDown {
+        left: 1,
+        park: {
+            let parked = parked.clone();
+            move |waker| *parked.lock().unwrap() = Some(waker)
+        },
+        _guard: DropCounter(drops.clone()),
+    };
+    let (task, mut handle) = spawn(future, queue.clone());
+    let abort = handle.abort_handle();
+    let clones: Vec<_> = (0..3).map(|_| abort.clone()).collect();
+    task.run();
+    assert!(!abort.is_finished());
+    // Aborted from another thread, through a clone.
+    let remote = clones[0].clone();
+    std::thread::spawn(move || remote.abort()).join().unwrap();
+    assert_eq!(queue.run_all(), 1, "the abort queued the cancellation");
+    assert_eq!(drops.load(Ordering::SeqCst), 1, "the future was dropped");
+    assert!(clones.iter().all(super::AbortHandle::is_finished));
+    assert!(outcome(&mut handle).is_err_and(|e| e.is_cancelled()));
+    drop(handle);
+    drop(parked.lock().unwrap().take());
+    // The abort handles hold the last references now: aborting a finished
+    // task does nothing, and the last drop frees the cell.
+    abort.abort();
+    assert_eq!(queue.run_all(), 0);
+    drop(clones);
+    assert!(abort.is_finished());
+    drop(abort);
+}
+
 #[test]
 fn a_detached_task_runs_and_drops_its_output() {
     let queue = Arc::new(Queue::default());
