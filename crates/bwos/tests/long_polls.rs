@@ -48,6 +48,11 @@ fn spin(time: Duration) {
     }
 }
 
+/// The threshold of the tests that also run thousands of short polls: a
+/// preemption of the worker's thread by the OS is a poll's time too, and on
+/// a loaded machine one of 10 ms happens; one of 100 ms does not.
+const THRESHOLD: Duration = Duration::from_millis(100);
+
 // Polls are timed in groups that grow while polls are short
 // (`sched/long_polls.rs`): after thousands of short polls a long one still
 // counts, once, and before its handle resolves; the next long ones too.
@@ -58,7 +63,7 @@ fn long_polls_after_many_short_ones_count_one_by_one() {
     watchdog("long_polls_after_many_short_ones_count_one_by_one", || {
         let pool = ThreadPoolBuilder::new()
             .num_threads(1)
-            .long_poll_threshold(Duration::from_millis(10))
+            .long_poll_threshold(THRESHOLD)
             .build()
             .unwrap();
         let yielder = pool.spawn_task(async {
@@ -68,14 +73,14 @@ fn long_polls_after_many_short_ones_count_one_by_one() {
         });
         pool.block_on(yielder).unwrap();
         assert_eq!(pool.stats().long_polls, 0);
-        let spinner = pool.spawn_task(async { spin(Duration::from_millis(30)) });
+        let spinner = pool.spawn_task(async { spin(3 * THRESHOLD) });
         pool.block_on(spinner).unwrap();
         assert_eq!(pool.stats().long_polls, 1);
         // Two long polls back to back, each yielding once in between.
         let spinners: Vec<_> = (0..2)
             .map(|_| {
                 pool.spawn_task(async {
-                    spin(Duration::from_millis(15));
+                    spin(THRESHOLD + THRESHOLD / 2);
                     bwos::task::yield_now().await;
                 })
             })
@@ -96,7 +101,7 @@ fn jobs_and_sleeps_between_short_polls_do_not_count() {
     watchdog("jobs_and_sleeps_between_short_polls_do_not_count", || {
         let pool = ThreadPoolBuilder::new()
             .num_threads(1)
-            .long_poll_threshold(Duration::from_millis(10))
+            .long_poll_threshold(THRESHOLD)
             .build()
             .unwrap();
         let task = pool.spawn_task(async {
@@ -104,10 +109,10 @@ fn jobs_and_sleeps_between_short_polls_do_not_count() {
                 bwos::task::yield_now().await;
                 if round == 1_000 {
                     // Runs on this worker between two of this task's polls.
-                    bwos::spawn(|| spin(Duration::from_millis(30)));
+                    bwos::spawn(|| spin(3 * THRESHOLD));
                 }
                 if round == 2_000 {
-                    bwos::time::sleep(Duration::from_millis(30)).await;
+                    bwos::time::sleep(3 * THRESHOLD).await;
                 }
             }
         });

@@ -168,12 +168,20 @@ pub(crate) fn before_poll(timing: &PollTiming) {
 /// full.
 #[inline]
 pub(crate) fn after_poll<'c>(timing: &PollTiming, counters: impl FnOnce() -> &'c WorkerCounters) {
-    let left = LEFT.with(|left| {
-        let now = left.get() - 1;
-        left.set(now);
-        now
+    let ends = LEFT.with(|left| match left.get() {
+        // Ended already: the poll completed its task after a long group
+        // (`poll_completing`).
+        0 => false,
+        1 => {
+            left.set(0);
+            true
+        }
+        more => {
+            left.set(more - 1);
+            false
+        }
     });
-    if left == 0 {
+    if ends {
         end(timing, counters);
     }
 }
@@ -218,23 +226,21 @@ pub(crate) fn time_one<'c>(
 /// ticks its group took so far if that may be longer than the threshold
 /// (`None` otherwise, and outside a group), for the executor to count
 /// ([`PollTiming::completed`]) before the task's handle sees the output.
-/// The group then goes on from now, so that nothing is counted twice. A
-/// clock read per completed task.
+/// Such a group ends here (the poll's end finds it ended), so that nothing
+/// is counted twice and the next group starts at the size the long one
+/// left, one poll. A clock read per completed task.
 #[inline]
 pub(crate) fn poll_completing() -> Option<u64> {
     if LEFT.with(Cell::get) == 0 {
         return None;
     }
-    START.with(|start| {
-        let now = clock::ticks();
-        let took = now.wrapping_sub(start.get());
-        if (MAY_BE_LONG..1 << 63).contains(&took) {
-            start.set(now);
-            Some(took)
-        } else {
-            None
-        }
-    })
+    let took = clock::ticks().wrapping_sub(START.with(Cell::get));
+    if (MAY_BE_LONG..1 << 63).contains(&took) {
+        LEFT.with(|left| left.set(0));
+        Some(took)
+    } else {
+        None
+    }
 }
 
 #[cfg(test)]
@@ -348,8 +354,9 @@ mod tests {
         assert_eq!(long_polls(&counters), 1);
     }
 
-    // Mutation caught: `poll_completing` not moving the group's start
-    // (the completed poll counted again when the group ends).
+    // Mutation caught: `poll_completing` not ending the group (the
+    // completed poll counted again when the group ends, and the size not
+    // back to one for the next poll).
     #[test]
     fn a_completing_poll_is_counted_once() {
         let timing = PollTiming::new(Duration::from_millis(1));
@@ -362,7 +369,12 @@ mod tests {
         timing.completed(ticks, &counters);
         assert_eq!(long_polls(&counters), 1);
         after_poll(&timing, || &counters);
+        // The next group is one poll: a long one right after counts too.
+        assert_eq!(timing.group_size.get(), 1);
+        before_poll(&timing);
+        spin(Duration::from_millis(3));
+        after_poll(&timing, || &counters);
         leave_loop(outer, &timing, || &counters);
-        assert_eq!(long_polls(&counters), 1);
+        assert_eq!(long_polls(&counters), 2);
     }
 }
