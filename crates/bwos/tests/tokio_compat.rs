@@ -90,7 +90,7 @@ fn reqwest_gets_from_a_bwos_http_server() {
             let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
             let address = listener.local_addr().unwrap();
             bwos::task::spawn(async move {
-                let builder = auto::Builder::new(Executor::new());
+                let builder = auto::Builder::new(Executor::default());
                 loop {
                     let (stream, _) = listener.accept().await.unwrap();
                     let builder = builder.clone();
