@@ -29,9 +29,10 @@ fn sum(stats: &PoolStats, field: impl Fn(&WorkerStats) -> u64) -> u64 {
     stats.workers.iter().map(field).sum()
 }
 
-// Mutation caught: `Registry::stats` leaving worker 0 out of the `steals`
-// sum (sums and per-worker values read apart); also a poll counted twice
-// (the 600 polls).
+// Mutation caught: `WorkerCounters::read_into` adding `failed_steals` to
+// the `steals` sum (a slip only the per-worker values show); polls counted
+// where a wake-up queues the task (`push_task`) instead of where it is
+// polled (400 instead of 600).
 #[test]
 fn per_worker_counts_add_up_to_the_sums() {
     watchdog("per_worker_counts_add_up_to_the_sums", || {
@@ -67,8 +68,8 @@ fn per_worker_counts_add_up_to_the_sums() {
 }
 
 // Mutation caught: the job count taken before the task/job branch in
-// `run_until` (task polls counted as jobs: 15 jobs instead of 5), or the
-// poll count missing there (0 polls).
+// `run_until` (task polls counted as jobs: 10 jobs after the task alone),
+// or the poll count missing there (0 polls).
 #[test]
 fn a_one_worker_pool_counts_each_poll_and_each_job_once() {
     watchdog(
@@ -138,8 +139,7 @@ fn a_parked_worker_counts_the_park_and_is_not_busy() {
     });
 }
 
-// Mutation caught: the task depth read from the job queue's stealer (and
-// the injector depths swapped).
+// Mutation caught: the task depth read from the job queue's stealer.
 #[test]
 fn depths_show_the_work_queued_behind_a_blocked_worker() {
     watchdog(
@@ -215,9 +215,8 @@ fn depths_show_the_work_queued_behind_a_blocked_worker() {
     );
 }
 
-// Mutation caught: `BlockingQueue::gauges` reporting the threads on their
-// way to the queue as idle, or not counting the idle stack (idle 0 at the
-// end).
+// Mutation caught: `BlockingQueue::gauges` not counting the idle stack
+// (idle 0 at the end).
 #[test]
 fn blocking_gauges_while_closures_wait_on_a_barrier() {
     watchdog("blocking_gauges_while_closures_wait_on_a_barrier", || {
@@ -270,7 +269,7 @@ fn blocking_gauges_while_closures_wait_on_a_barrier() {
 }
 
 // Mutation caught: the gauge counting the wheel's entries (a timer that
-// fired stays in the wheel until its `Sleep` is dropped: 2 instead of 1).
+// fired stays in the wheel until its `Sleep` is dropped: 5 instead of 4).
 #[test]
 fn pending_timers_are_the_ones_not_fired_yet() {
     watchdog("pending_timers_are_the_ones_not_fired_yet", || {
@@ -361,7 +360,8 @@ fn stats_after_root(
 }
 
 // Mutation caught: the stolen-from count kept on the thief's line instead
-// of the victim's (the blocked worker would show none).
+// of the victim's (`StealView::steal` counting on `thief.index()`: the
+// blocked worker shows none).
 #[test]
 fn tasks_stolen_from_a_blocked_worker_count_on_it() {
     watchdog("tasks_stolen_from_a_blocked_worker_count_on_it", || {
