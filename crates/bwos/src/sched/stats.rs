@@ -28,14 +28,14 @@
 //! are idle workers, and a steal already writes the victim's block words.
 //!
 //! # Busy time
-//! A worker is busy from the moment it starts or wakes until it parks
-//! (searching for work counts as busy, as tokio's `worker_total_busy_duration`
-//! does). The clock is read where a park happens anyway, once before the
-//! worker parks and once after it wakes: never per poll or per job. One
-//! word holds it all, so a reader needs one load: while parked, the busy
-//! nanoseconds so far; while busy, [`BUSY`] plus the nanoseconds since the
-//! pool's epoch that were not busy, so that the time busy is now minus
-//! that.
+//! A worker is busy from the moment it starts or wakes until it parks:
+//! searching for work counts as busy, and so does a task or job that
+//! blocks its thread. The clock is read where a park happens anyway, once
+//! before the worker parks and once after it wakes: never per poll or per
+//! job. One word, written by the worker alone, holds it all, so a reader
+//! needs one load and no protocol: while parked, the busy nanoseconds so
+//! far; while busy, [`BUSY`] plus the nanoseconds since the pool's epoch
+//! that were not busy, so that the time busy is now minus that.
 //!
 //! # Depths and gauges
 //! Queue depths and the pool's gauges are read when [`ThreadPool::stats`]
