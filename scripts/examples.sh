@@ -2,8 +2,9 @@
 # Builds every example of crates/bwos with all features and runs the
 # servers against real clients: echo_server (bash's /dev/tcp), http_server
 # (curl over HTTP/1.1 and HTTP/2 prior knowledge, then fan_out against it),
-# axum_server (curl). Each server listens on port 0 and prints
-# `listening on ADDR`; the script reads ADDR from that line. Then the
+# axum_server (curl), metrics_server (curl: Prometheus' text format).
+# Each server listens on port 0 and prints `listening on ADDR`; the
+# script reads ADDR from that line. Then the
 # join, scope, worklist and fork examples, and examples/rayon-app (a rayon
 # program patched onto the drop-in).
 set -euo pipefail
@@ -60,6 +61,32 @@ echo "ok   fan_out: 200 requests through JoinSet and timeout"
 axum_addr=$(start axum_server)
 expect "axum_server /" "$(curl -sS "http://$axum_addr/")" "Hello, world!"
 expect "axum_server /users/7" "$(curl -sS "http://$axum_addr/users/7")" "user 7"
+
+metrics_addr=$(start metrics_server)
+expect "metrics_server content type" \
+    "$(curl -sS -o /dev/null -w '%{content_type}' "http://$metrics_addr/metrics")" \
+    "text/plain; version=0.0.4; charset=utf-8"
+metrics=$(curl -sS "http://$metrics_addr/metrics")
+# Lines of the text exposition format that a pool of any size serves.
+for line in \
+    '^# TYPE bwos_worker_polls_total counter$' \
+    '^bwos_worker_polls_total\{worker="0"\} [0-9]+$' \
+    '^bwos_worker_busy_seconds_total\{worker="0"\} [0-9.]+$' \
+    '^bwos_worker_task_queue_depth\{worker="0"\} [0-9]+$' \
+    '^# TYPE bwos_alive_tasks gauge$' \
+    '^bwos_alive_tasks [0-9]+$' \
+    '^bwos_injection_queue_depth\{queue="tasks"\} [0-9]+$' \
+    '^bwos_blocking_threads\{state="idle"\} [0-9]+$' \
+    '^bwos_pending_timers [0-9]+$' \
+    '^bwos_io_driver_ready_total [0-9]+$'; do
+    if ! grep -Eq "$line" <<<"$metrics"; then
+        echo "FAIL metrics_server /metrics has no line matching $line" >&2
+        printf '%s\n' "$metrics" >&2
+        exit 1
+    fi
+done
+echo "ok   metrics_server /metrics (Prometheus text format)"
+expect "metrics_server 404" "$(curl -sS -o /dev/null -w '%{http_code}' "http://$metrics_addr/nope")" "404"
 
 # The fork/join, scope, work-list and async fork examples check their own
 # results (assert) and exit non-zero on a wrong one.

@@ -707,12 +707,38 @@ impl<T> Stealer<T> {
     /// # Ok::<(), bwos_queue::ConfigError>(())
     /// ```
     pub fn steal_batch_and_pop(&self, dest: &Worker<T>) -> Steal<T> {
+        self.steal_batch_and_pop_counted(dest).0
+    }
+
+    /// [`steal_batch_and_pop`](Self::steal_batch_and_pop), and how many
+    /// items it took (the one returned included; 0 unless it succeeded),
+    /// for a runtime that counts what is stolen from each queue.
+    ///
+    /// ```
+    /// use bwos_queue::{fifo, Config};
+    ///
+    /// let (victim, stealer) = fifo::new::<u32>(Config::new(4, 8)?);
+    /// let (thief, _) = fifo::new::<u32>(Config::new(4, 8)?);
+    /// for i in 0..5 {
+    ///     victim.push(i).unwrap();
+    /// }
+    /// let (stolen, count) = stealer.steal_batch_and_pop_counted(&thief);
+    /// assert_eq!(stolen.success(), Some(0));
+    /// assert_eq!(count, 5); // the one returned, and four pushed into `thief`
+    /// assert_eq!(thief.len(), 4);
+    /// # Ok::<(), bwos_queue::ConfigError>(())
+    /// ```
+    pub fn steal_batch_and_pop_counted(&self, dest: &Worker<T>) -> (Steal<T>, usize) {
         let room = dest.room();
-        self.ring.steal_batch(room, |item| {
+        let mut pushed = 0;
+        let stolen = self.ring.steal_batch(room, |item| {
             if dest.push(item).is_err() {
                 unreachable!("the batch was sized to the room in the destination block");
             }
-        })
+            pushed += 1;
+        });
+        let count = if stolen.is_success() { pushed + 1 } else { 0 };
+        (stolen, count)
     }
 
     /// Steals up to one block's stealable items into `dest`, as many as fit

@@ -223,7 +223,7 @@ pub use sched::pool::ThreadPool;
 #[cfg(not(bwos_loom))]
 pub use sched::start::ThreadBuilder;
 #[cfg(not(bwos_loom))]
-pub use sched::stats::PoolStats;
+pub use sched::stats::{PoolStats, WorkerStats};
 #[cfg(not(bwos_loom))]
 pub use sched::steal::{StealBatch, StealPolicy};
 #[cfg(not(bwos_loom))]

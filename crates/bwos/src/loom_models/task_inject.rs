@@ -47,6 +47,13 @@ impl crate::sched::task::inject::EntryQueue for ModelQueue {
             .iter()
             .all(|slot| slot.load(Ordering::Acquire) == 0)
     }
+
+    fn len(&self) -> usize {
+        self.slots
+            .iter()
+            .filter(|slot| slot.load(Ordering::Acquire) != 0)
+            .count()
+    }
 }
 
 /// Two entries are injected while the pool closes its injector: each is

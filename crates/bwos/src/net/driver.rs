@@ -49,6 +49,7 @@
 
 use std::any::Any;
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
 
@@ -100,6 +101,9 @@ pub(crate) struct IoDriver {
     /// The worker blocked in the poll, for wakers.
     seat: DriverSeat,
     registrations: Mutex<Registrations>,
+    /// Readiness events delivered ([`Driver::ready_count`]); written
+    /// under the poll's lock only.
+    ready_count: AtomicU64,
 }
 
 struct Registrations {
@@ -141,6 +145,7 @@ impl IoDriver {
                 next_generation: 0,
                 shut_down: false,
             }),
+            ready_count: AtomicU64::new(0),
         })
     }
 
@@ -213,6 +218,12 @@ impl IoDriver {
     /// the slab's lock); returns how many sockets it was.
     fn dispatch(&self, polling: &mut Polling) -> usize {
         let count = polling.ready.len();
+        // Relaxed load and store: the one writer holds the poll's lock
+        // (`polling`), which orders the writers; readers only need some
+        // recent value of a monotonic count.
+        let delivered = self.ready_count.load(Ordering::Relaxed);
+        self.ready_count
+            .store(delivered + count as u64, Ordering::Relaxed);
         for (readiness, bits) in polling.ready.drain(..) {
             readiness.set(bits);
         }
@@ -320,6 +331,11 @@ impl Driver for IoDriver {
         for readiness in sockets {
             readiness.set(SHUT_DOWN);
         }
+    }
+
+    fn ready_count(&self) -> u64 {
+        // Relaxed: see `dispatch`.
+        self.ready_count.load(Ordering::Relaxed)
     }
 
     fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {

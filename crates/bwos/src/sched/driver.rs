@@ -50,6 +50,9 @@ pub(crate) trait Driver: Send + Sync + 'static {
     /// The pool has stopped: tell every waiter, refuse new registrations.
     fn shut_down(&self);
 
+    /// Readiness events delivered so far (`PoolStats::io_driver_ready_count`).
+    fn ready_count(&self) -> u64;
+
     /// The driver as `Any`, for the front end that created it to get its
     /// concrete type back.
     fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;

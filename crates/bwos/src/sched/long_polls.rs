@@ -250,7 +250,7 @@ mod tests {
 
     fn long_polls(counters: &WorkerCounters) -> u64 {
         let mut stats = PoolStats::default();
-        counters.add_to(&mut stats);
+        counters.read_into(std::time::Instant::now(), &mut stats);
         stats.long_polls
     }
 

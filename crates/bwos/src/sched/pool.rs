@@ -84,15 +84,23 @@ impl ThreadPool {
         self.registry.num_threads()
     }
 
-    /// What the workers did while they looked for work, summed over all
-    /// workers since the pool was built: steals, failed attempts, sleeps,
-    /// wake-ups, BWS credits and yields (see [`PoolStats`]).
+    /// The pool's metrics now: the workers' counters summed since the
+    /// pool was built (steals, failed attempts, sleeps, wake-ups, BWS
+    /// credits, long polls, ...), each worker's counters and queue depths
+    /// ([`PoolStats::workers`]), and the pool's gauges (injector depths,
+    /// alive tasks, blocking threads, pending timers, I/O events); see
+    /// [`PoolStats`]. Counting costs the workers a plain add per task
+    /// poll and per job their scheduler loop runs; this call reads the
+    /// counters and takes the locks of the gauges it reads (the task
+    /// list's shards, the blocking pool's, the timers').
     ///
     /// ```
     /// let pool = bwos::ThreadPoolBuilder::new().num_threads(2).build()?;
     /// pool.install(|| bwos::join(|| (), || ()));
     /// let stats: bwos::PoolStats = pool.stats();
     /// assert!(stats.wakeups <= stats.sleeps);
+    /// assert_eq!(stats.workers.len(), 2);
+    /// assert_eq!(stats.num_alive_tasks, 0);
     /// # Ok::<(), bwos::ThreadPoolBuildError>(())
     /// ```
     pub fn stats(&self) -> PoolStats {

@@ -26,7 +26,7 @@ use super::idle::sleep::Sleep;
 use super::job::{HeapJob, JobRef, StackJob};
 use super::latch::{CoreLatch, ThreadLatch};
 use super::queues::take_oldest;
-use super::stats::{PoolStats, WorkerCounters};
+use super::stats::{PoolStats, WorkerCounters, WorkerStats};
 use super::steal::WhereWorkersRun;
 use super::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use super::task::pool_tasks::PoolTasks;
@@ -111,6 +111,9 @@ pub(crate) struct Registry {
     /// Panics of detached jobs that no handler took
     /// ([`PoolStats::unhandled_panics`]).
     unhandled_panics: AtomicU64,
+    /// When the registry was made: what the workers' busy times are
+    /// measured from (see `stats.rs`).
+    epoch: Instant,
 }
 
 impl Registry {
@@ -157,6 +160,7 @@ impl Registry {
             blocking: BlockingPool::new(options.max_blocking_threads, options.blocking_keep_alive),
             timers: Timers::new(),
             unhandled_panics: AtomicU64::new(0),
+            epoch: Instant::now(),
             options,
             driver: DriverSlot::default(),
         }
@@ -180,15 +184,35 @@ impl Registry {
         &self.counters[index]
     }
 
-    /// The counters of all workers, summed.
+    /// What the workers' busy times are measured from.
+    pub(crate) fn epoch(&self) -> Instant {
+        self.epoch
+    }
+
+    /// The workers' counters and queue depths, their sums, and the pool's
+    /// gauges, read now (racily: see "Depths and gauges" in `stats.rs`).
     pub(crate) fn stats(&self) -> PoolStats {
-        let mut sum = PoolStats::default();
-        for counters in self.counters.iter() {
-            counters.add_to(&mut sum);
-        }
+        let mut stats = PoolStats::default();
+        let workers: Vec<WorkerStats> = (0..self.num_threads())
+            .map(|index| WorkerStats {
+                job_queue_depth: self.stealers[index].len(),
+                task_queue_depth: self.tasks.stealers()[index].len(),
+                ..self.counters[index].read_into(self.epoch, &mut stats)
+            })
+            .collect();
+        stats.workers = workers;
         // Relaxed: a count; it publishes nothing.
-        sum.unhandled_panics = self.unhandled_panics.load(Ordering::Relaxed);
-        sum
+        stats.unhandled_panics = self.unhandled_panics.load(Ordering::Relaxed);
+        stats.injection_queue_depth = self.tasks.injected_len();
+        stats.job_injection_queue_depth = self.injector.len();
+        stats.num_alive_tasks = self.tasks.live_tasks();
+        let blocking = self.blocking.gauges();
+        stats.num_blocking_threads = blocking.threads;
+        stats.num_idle_blocking_threads = blocking.idle;
+        stats.blocking_queue_depth = blocking.queued;
+        stats.num_pending_timers = self.timers.pending();
+        stats.io_driver_ready_count = self.driver.get().map_or(0, |driver| driver.ready_count());
+        stats
     }
 
     pub(crate) fn terminate_latch(&self, index: usize) -> &CoreLatch {

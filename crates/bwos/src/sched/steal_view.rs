@@ -33,18 +33,27 @@ impl VictimQueues for StealView<'_> {
     fn steal(&self, victim: usize, batch: StealBatch) -> Steal<JobRef> {
         let (registry, thief) = (&self.0.registry, self.0);
         let jobs = &registry.stealers()[victim];
-        let job = match batch {
-            StealBatch::One => jobs.steal(),
-            StealBatch::Block => jobs.steal_batch_and_pop(&thief.queue),
+        let (job, taken) = match batch {
+            StealBatch::One => (jobs.steal(), 1),
+            StealBatch::Block => jobs.steal_batch_and_pop_counted(&thief.queue),
         };
+        // Counted on the victim's line for thieves (see "What other
+        // workers stole from a worker" in `stats.rs`).
+        let stolen_from = || registry.counters(victim).stolen_from();
         let jobs_contended = match job {
-            Steal::Success(job) => return Steal::Success(job),
+            Steal::Success(job) => {
+                stolen_from().jobs(taken);
+                return Steal::Success(job);
+            }
             Steal::Retry => true,
             Steal::Empty => false,
         };
-        match registry.tasks.stealers()[victim].steal_batch_and_pop(&thief.tasks) {
-            Steal::Success(task) => Steal::Success(task.into_job_ref()),
-            Steal::Empty if !jobs_contended => Steal::Empty,
+        match registry.tasks.stealers()[victim].steal_batch_and_pop_counted(&thief.tasks) {
+            (Steal::Success(task), taken) => {
+                stolen_from().tasks(taken);
+                Steal::Success(task.into_job_ref())
+            }
+            (Steal::Empty, _) if !jobs_contended => Steal::Empty,
             _ => Steal::Retry,
         }
     }

@@ -164,6 +164,10 @@ pub(crate) struct WorkerThread {
     poll_timing: PollTiming,
     index: usize,
     pub(super) registry: Arc<Registry>,
+    /// This worker's counters in `registry` (which this worker keeps
+    /// alive), reached without a lookup: a task poll and a job each count
+    /// through it.
+    counters: *const WorkerCounters,
     victims: Victims,
     /// Points into `registry`, which this worker keeps alive.
     idle_hint: IdleHint,
@@ -307,8 +311,10 @@ impl WorkerThread {
                 // queues is executed once, by its taker.
                 let run = || unsafe { job.execute() };
                 if Notified::is_entry(job) {
+                    self.counters().poll();
                     long_polls::time_one(&self.poll_timing, || self.counters(), run);
                 } else {
+                    self.counters().job();
                     run();
                 }
                 Yield::Executed
@@ -330,8 +336,11 @@ impl WorkerThread {
     }
 
     /// This worker's scheduler counters.
+    #[inline(always)]
     pub(crate) fn counters(&self) -> &WorkerCounters {
-        self.registry.counters(self.index)
+        // SAFETY: `counters` points into `self.registry`, which lives at
+        // least as long as `self`.
+        unsafe { &*self.counters }
     }
 
     /// The pool's idle configuration (policy, threshold), as this worker
@@ -545,6 +554,7 @@ impl WorkerThread {
             .or_else(|| self.take_injected_tasks())
         {
             self.share_tasks_if_idle();
+            self.counters().poll();
             long_polls::time_one(
                 &self.poll_timing,
                 || self.counters(),
@@ -845,7 +855,10 @@ impl WorkerThread {
                     idle.work_found(self.idle_worker());
                     self.share_tasks_if_idle();
                     self.beat();
+                    // Counted before the run: whoever sees the task's or
+                    // job's outcome sees the count.
                     if Notified::is_entry(job) {
+                        self.counters().poll();
                         long_polls::before_poll(&self.poll_timing);
                         // SAFETY: every `JobRef` in the pool's queues and
                         // injector is executed exactly once, by whoever
@@ -855,6 +868,7 @@ impl WorkerThread {
                         unsafe { job.execute() };
                         long_polls::after_poll(&self.poll_timing, || self.counters());
                     } else {
+                        self.counters().job();
                         long_polls::close(&self.poll_timing, || self.counters());
                         // SAFETY: as above.
                         unsafe { job.execute() };
@@ -891,6 +905,7 @@ impl WorkerThread {
         worker.registry.balance.beat(index, current_cpu());
         CURRENT.with(|current| current.set(&worker));
         worker.registry.register_thread(index);
+        worker.counters().start_busy(worker.registry.epoch());
         started.worker_started();
         drop(started);
         worker.registry.thread_started(index);
@@ -918,6 +933,7 @@ impl WorkerThread {
             task.cancel();
         }
         worker.registry.thread_exiting(index);
+        worker.counters().stop_busy(worker.registry.epoch());
         CURRENT.with(|current| current.set(ptr::null()));
         Self::forget_hidden();
         worker.registry.worker_stopped();
@@ -983,6 +999,7 @@ impl WorkerThread {
         )));
         CURRENT.with(|current| current.set(worker));
         worker.registry.register_thread(index);
+        worker.counters().start_busy(worker.registry.epoch());
         worker.registry.thread_started(index);
     }
 
@@ -1000,7 +1017,9 @@ impl WorkerThread {
         } else {
             (IdleHint::always_hungry(), Some(real_hint))
         };
+        let counters: *const WorkerCounters = registry.counters(index);
         WorkerThread {
+            counters,
             idle_hint,
             real_hint_without_lazy_queueing,
             queue,

@@ -33,6 +33,7 @@ use std::time::Duration;
 use super::context;
 use super::registry::Registry;
 use super::task::raw::Notified;
+pub(crate) use queue::BlockingGauges;
 use queue::{BlockingQueue, Pushed, Waiter};
 
 thread_local! {
@@ -129,6 +130,11 @@ impl BlockingPool {
     pub(crate) fn shut_down(&self) {
         let orphans = self.shared.queue.shut_down();
         orphans.into_iter().for_each(Notified::cancel);
+    }
+
+    /// The threads' and queue's gauges now, for `PoolStats`.
+    pub(crate) fn gauges(&self) -> BlockingGauges {
+        self.shared.queue.gauges()
     }
 
     /// Blocking threads alive now.

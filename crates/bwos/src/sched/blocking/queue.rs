@@ -82,6 +82,17 @@ pub(crate) struct Waiter {
     wake: Arc<Condvar>,
 }
 
+/// The blocking pool's gauges at one moment ([`BlockingQueue::gauges`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BlockingGauges {
+    /// Threads alive: running an entry, idle, or starting.
+    pub(crate) threads: usize,
+    /// Threads waiting for an entry.
+    pub(crate) idle: usize,
+    /// Entries waiting for a thread.
+    pub(crate) queued: usize,
+}
+
 /// What [`BlockingQueue::push`] did with an entry.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Pushed<T> {
@@ -288,6 +299,19 @@ impl<T> BlockingQueue<T> {
                 .0;
         }
         true
+    }
+
+    /// The threads alive, those idle and the entries queued, read together
+    /// under the lock. A thread a pusher claimed and that has not woken
+    /// yet counts as busy (its entry is on the way to it), and so does one
+    /// on its way to the queue.
+    pub(crate) fn gauges(&self) -> BlockingGauges {
+        let state = self.lock();
+        BlockingGauges {
+            threads: state.threads,
+            idle: state.idle.len(),
+            queued: state.queue.len(),
+        }
     }
 
     /// Threads on the idle stack.

@@ -365,13 +365,18 @@ impl Idle {
 
     fn sleep(&mut self, worker: IdleWorker<'_>, latch: &CoreLatch) {
         let registry = worker.registry;
+        // The clock is read here, around a park, for the worker's busy
+        // time (`stats.rs`), never on the way to a job or a poll.
         let outcome = registry.sleep.sleep_parking_with(
             worker.index,
             latch,
             || registry.has_visible_work(worker.index),
-            || worker.counters().sleep(),
+            || worker.counters().fell_asleep(registry.epoch()),
             |still_asleep, wake_early| registry.park_worker(worker.index, still_asleep, wake_early),
         );
+        if outcome != SleepOutcome::DidNotPark {
+            worker.counters().awake(registry.epoch());
+        }
         // Before the worker runs anything: if it watched the timers (or
         // was just handed the watch), another sleeper takes the watch.
         registry.leave_timer_watch(worker.index);

@@ -25,6 +25,8 @@ pub(crate) trait EntryQueue {
     fn pop(&self) -> Option<Self::Entry>;
     /// Whether the queue holds no entry (a racy snapshot).
     fn is_empty(&self) -> bool;
+    /// How many entries the queue holds (a racy snapshot).
+    fn len(&self) -> usize;
 }
 
 /// A queue that can be closed: entries that reach it after the close are
@@ -69,6 +71,11 @@ impl<Q: EntryQueue> ClosableInjector<Q> {
     /// Whether an entry is queued (a racy snapshot).
     pub(crate) fn is_empty(&self) -> bool {
         self.queue.is_empty()
+    }
+
+    /// How many entries are queued (a racy snapshot).
+    pub(crate) fn len(&self) -> usize {
+        self.queue.len()
     }
 
     /// Closes the injector and hands every queued entry to `cancel`.

@@ -149,8 +149,8 @@ impl TaskList {
         }
     }
 
-    /// How many tasks are listed.
-    #[cfg(test)]
+    /// How many tasks are listed (each shard's count under its lock, one
+    /// shard after the other).
     pub(crate) fn len(&self) -> usize {
         (0..self.shards.len())
             .map(|shard| self.lock(shard).live)

@@ -58,6 +58,10 @@ impl EntryQueue for Injector<Notified> {
     fn is_empty(&self) -> bool {
         Injector::is_empty(self)
     }
+
+    fn len(&self) -> usize {
+        Injector::len(self)
+    }
 }
 
 impl PoolTasks {
@@ -117,8 +121,13 @@ impl PoolTasks {
         // cancelled them at once since the injector is closed).
     }
 
-    /// How many of the pool's tasks are alive (listed).
-    #[cfg(test)]
+    /// Entries in the injector (a racy snapshot, for `PoolStats`).
+    pub(crate) fn injected_len(&self) -> usize {
+        self.injector.len()
+    }
+
+    /// How many of the pool's tasks are alive (listed): locks each shard
+    /// of the list in turn.
     pub(crate) fn live_tasks(&self) -> usize {
         self.list.len()
     }

@@ -292,6 +292,11 @@ impl Timers {
         fired
     }
 
+    /// Timers that have not fired yet (under the lock, for `PoolStats`).
+    pub(crate) fn pending(&self) -> usize {
+        self.lock().wheel.pending()
+    }
+
     /// Whether a timer may be due now (a hint, without the lock).
     pub(crate) fn maybe_due(&self) -> bool {
         // Relaxed: see `publish_next`.
