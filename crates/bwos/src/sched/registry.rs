@@ -266,10 +266,13 @@ impl Registry {
         // A worker that makes work as it sleeps (timers, sockets) stops
         // counting as idle for the paused clock before it does.
         #[cfg(feature = "test-util")]
-        let wake_early = &|| {
-            self.auto_advance.worker_busy(index);
-            wake_early();
-        };
+        let (searching_again, wake_early) = (
+            wake_early,
+            &|| {
+                self.auto_advance.worker_busy(index);
+                wake_early();
+            },
+        );
         if self.fire_due_timers(wake_early) {
             return true;
         }
@@ -287,7 +290,7 @@ impl Registry {
                 return false;
             }
             if self.timers.clock().is_paused() {
-                if self.try_auto_advance(index, still_asleep, wake_early) {
+                if self.try_auto_advance(index, still_asleep, wake_early, searching_again) {
                     return true;
                 }
                 // Paused time does not pass by itself: sleep until woken
@@ -326,13 +329,16 @@ impl Registry {
     /// fires it (`time/auto_advance.rs`). Returns whether it made work
     /// for this worker (then it counts as searching again): tasks a ready
     /// socket woke (a socket ready now holds the clock, as in tokio), or
-    /// the jump's.
+    /// the jump's. `wake_early` also unmarks the worker;
+    /// `searching_again` only makes it count as searching (the jump
+    /// unmarks it under the idleness lock).
     #[cfg(feature = "test-util")]
     fn try_auto_advance(
         &self,
         index: usize,
         still_asleep: &dyn Fn() -> bool,
         wake_early: &dyn Fn(),
+        searching_again: &dyn Fn(),
     ) -> bool {
         if let Some(driver) = self.driver.get()
             && let Some(woken) = driver.park(index, still_asleep, wake_early, Some(Duration::ZERO))
@@ -346,7 +352,7 @@ impl Registry {
                 && (0..self.num_threads()).all(|index| !self.has_visible_work(index))
         };
         self.auto_advance
-            .try_advance(index, &self.timers, quiet, wake_early)
+            .try_advance(index, &self.timers, quiet, searching_again)
     }
 
     /// Work of this pool starts on a thread that is not one of its workers
