@@ -49,7 +49,11 @@ fn a_timeout_of_an_hour_resolves_at_once() {
             let start = Instant::now();
             let stuck = time::timeout(HOUR, std::future::pending::<()>()).await;
             assert!(stuck.is_err(), "the timeout fired");
-            assert_eq!(start.elapsed(), HOUR, "the clock jumped exactly to the deadline");
+            assert_eq!(
+                start.elapsed(),
+                HOUR,
+                "the clock jumped exactly to the deadline"
+            );
             // In a task too, and a sleep that ends before its timeout.
             let task = bwos::task::spawn(async {
                 let start = Instant::now();
@@ -60,7 +64,11 @@ fn a_timeout_of_an_hour_resolves_at_once() {
             assert_eq!(quick, Ok(()));
             assert_eq!(elapsed, Duration::from_secs(59));
         });
-        assert!(real_start.elapsed() < NOT_AN_HOUR, "{:?}", real_start.elapsed());
+        assert!(
+            real_start.elapsed() < NOT_AN_HOUR,
+            "{:?}",
+            real_start.elapsed()
+        );
     });
 }
 
@@ -138,9 +146,18 @@ fn an_interval_advanced_by_hand_ticks_as_tokios() {
     watchdog("paused_interval_like_tokio", || {
         let pool = pool(2);
         for (ours, theirs) in [
-            (MissedTickBehavior::Burst, tokio::time::MissedTickBehavior::Burst),
-            (MissedTickBehavior::Delay, tokio::time::MissedTickBehavior::Delay),
-            (MissedTickBehavior::Skip, tokio::time::MissedTickBehavior::Skip),
+            (
+                MissedTickBehavior::Burst,
+                tokio::time::MissedTickBehavior::Burst,
+            ),
+            (
+                MissedTickBehavior::Delay,
+                tokio::time::MissedTickBehavior::Delay,
+            ),
+            (
+                MissedTickBehavior::Skip,
+                tokio::time::MissedTickBehavior::Skip,
+            ),
         ] {
             let expected = tokio_ticks(theirs);
             for in_task in [false, true] {
@@ -269,7 +286,11 @@ fn auto_advance_waits_for_a_running_blocking_closure() {
                 std::thread::sleep(Duration::from_millis(200));
                 Instant::now() - before
             });
-            assert_eq!(closure.await.unwrap(), Duration::ZERO, "the clock moved under the closure");
+            assert_eq!(
+                closure.await.unwrap(),
+                Duration::ZERO,
+                "the clock moved under the closure"
+            );
             assert_eq!(sleeper.await.unwrap(), HOUR);
         });
         assert!(real_start.elapsed() < NOT_AN_HOUR);
@@ -289,7 +310,11 @@ fn a_polling_block_on_holds_the_clock() {
             let sleeper = bwos::task::spawn(async { time::sleep(HOUR).await });
             // The task registers its timer while this poll goes on.
             std::thread::sleep(Duration::from_millis(200));
-            assert_eq!(start.elapsed(), Duration::ZERO, "the clock jumped during a poll");
+            assert_eq!(
+                start.elapsed(),
+                Duration::ZERO,
+                "the clock jumped during a poll"
+            );
             sleeper.await.unwrap();
             assert_eq!(start.elapsed(), HOUR);
         });

@@ -19,6 +19,7 @@
 //! later `join` and then fails an internal assertion. The main thread only
 //! produces and joins.
 
+mod auto_advance;
 mod balance;
 mod blocking;
 mod driver_seat;

@@ -266,13 +266,10 @@ impl Registry {
         // A worker that makes work as it sleeps (timers, sockets) stops
         // counting as idle for the paused clock before it does.
         #[cfg(feature = "test-util")]
-        let (searching_again, wake_early) = (
-            wake_early,
-            &|| {
-                self.auto_advance.worker_busy(index);
-                wake_early();
-            },
-        );
+        let (searching_again, wake_early) = (wake_early, &|| {
+            self.auto_advance.worker_busy(index);
+            wake_early();
+        });
         if self.fire_due_timers(wake_early) {
             return true;
         }

@@ -224,7 +224,11 @@ mod tests {
         clock.advance(Duration::from_secs(3600)).unwrap();
         assert_eq!(clock.now(), stopped + Duration::from_secs(3600));
         clock.advance_to(stopped);
-        assert_eq!(clock.now(), stopped + Duration::from_secs(3600), "never back");
+        assert_eq!(
+            clock.now(),
+            stopped + Duration::from_secs(3600),
+            "never back"
+        );
     }
 
     // Mutation caught: pausing at the raw reading instead of a whole
