@@ -355,8 +355,9 @@ fn a_resumed_clock_runs_and_fires_in_real_time() {
     });
 }
 
-// Mutation caught: one clock shared by all pools (a process-wide pause,
-// as `tokio`'s `DID_PAUSE_CLOCK` flag is, but with the state too).
+// Mutation caught: `Instant::now()` reading the global pool's clock (or the
+// system's) instead of the pool the calling thread works for
+// (`Registry::with_clock_of_current` skipping the entered pool).
 #[test]
 fn each_pool_has_its_own_clock() {
     watchdog("paused_clock_per_pool", || {
@@ -379,6 +380,8 @@ fn each_pool_has_its_own_clock() {
     });
 }
 
+// Mutation caught: a second `pause` accepted silently (`PoolClock::pause`
+// returning `Ok` on a paused clock).
 #[test]
 fn misuse_panics_with_a_message_that_says_what_is_wrong() {
     watchdog("paused_clock_misuse", || {
