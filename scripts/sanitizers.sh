@@ -29,7 +29,9 @@
 #     pools), pool (install across pools, shutdown, dropping a pool on
 #     its own worker), block_in_place (a worker handed to a replacement
 #     thread and back), responsiveness (tasks shared with idle workers,
-#     tasks served between fork/join jobs) and coop (the budget).
+#     tasks served between fork/join jobs), coop (the budget) and
+#     paused_clock (the paused clock's jumps: idle workers, blocking
+#     closures and block_on deciding together).
 #   Not run: doc tests (they would need RUSTDOCFLAGS and a rustdoc build of
 #   every example for little threading), the loom models (no real
 #   threads), net_api (the socket API's surface: names, errors, UDP, Unix
@@ -106,7 +108,7 @@ common_tests=(
     --test join --test scope --test tasks --test fork --test worklist
     --test net --test time --test panics --test hyper --test broadcast
     --test fifo --test policies --test handlers --test pool
-    --test block_in_place --test responsiveness --test coop
+    --test block_in_place --test responsiveness --test coop --test paused_clock
 )
 common_skips=(
     --skip a_million_levels_deep

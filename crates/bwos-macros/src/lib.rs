@@ -263,10 +263,26 @@ fn generate(kind: Kind, options: &Options, mut function: ItemFn) -> TokenStream2
         }
     };
     let test_attribute = (kind == Kind::Test).then(|| quote! { #[::core::prelude::v1::test] });
+    // The same call outside the test function, which `#[test]` removes
+    // from builds that are not tests: `start_paused` without bwos's
+    // `test-util` feature fails to compile in every build, at the
+    // argument (rustc reports the two identical errors once).
+    let pause_exists = match options.start_paused {
+        Some((true, span)) => Some(quote_spanned! {span=>
+            const _: () = {
+                #[allow(dead_code)]
+                fn start_paused_needs_bwos_feature_test_util() {
+                    ::bwos::time::pause();
+                }
+            };
+        }),
+        _ => None,
+    };
     let attributes = &function.attrs;
     let visibility = &function.vis;
     let signature = &function.sig;
     quote! {
+        #pause_exists
         #(#attributes)*
         #test_attribute
         #visibility #signature {

@@ -28,6 +28,10 @@ fn main_runs_on_the_global_pool_built_with_its_threads() {
             .join()
             .unwrap();
         assert_eq!(outside, 2);
-        assert_eq!(program::main(), Ok(42), "a second call runs on the same pool");
+        assert_eq!(
+            program::main(),
+            Ok(42),
+            "a second call runs on the same pool"
+        );
     });
 }
