@@ -13,12 +13,12 @@ use std::time::Duration;
 use bwos_testkit::watchdog_guard;
 
 // Mutation caught: `run_test` ignoring `worker_threads` (a pool of the
-// default size: one worker per core).
-#[bwos::test(worker_threads = 3)]
+// default size, one worker per core: 5 is no common core count).
+#[bwos::test(worker_threads = 5)]
 async fn a_test_runs_on_a_pool_of_the_threads_asked_for() {
     let _watchdog = watchdog_guard("macros_worker_threads");
     let threads = bwos::task::spawn(async { bwos::current_num_threads() });
-    assert_eq!(threads.await.unwrap(), 3);
+    assert_eq!(threads.await.unwrap(), 5);
 }
 
 // Mutation caught: `run_test` running the body on the global pool

@@ -5,9 +5,9 @@
 
 mod program {
     // A `main` as a program would have it, called as a function here.
-    #[bwos::main(worker_threads = 2)]
+    #[bwos::main(worker_threads = 5)]
     pub async fn main() -> Result<usize, std::num::ParseIntError> {
-        let parsed: usize = bwos::task::spawn(async { "40".parse() }).await.unwrap()?;
+        let parsed: usize = bwos::task::spawn(async { "37".parse() }).await.unwrap()?;
         let threads = bwos::task::spawn(async { bwos::current_num_threads() })
             .await
             .unwrap();
@@ -15,10 +15,10 @@ mod program {
     }
 }
 
-// Mutation caught: `run_main` ignoring `worker_threads`, or building a
-// pool of its own instead of the global one (the free function
-// `bwos::current_num_threads` outside the pools, below, would see the
-// default size).
+// Mutation caught: `run_main` ignoring `worker_threads` (a global pool of
+// the default size, one worker per core: 5 is no common core count), or
+// building a pool of its own instead of the global one (a `block_on` on
+// another thread, below, would see the default size).
 #[test]
 fn main_runs_on_the_global_pool_built_with_its_threads() {
     bwos_testkit::watchdog("macros_main", || {
@@ -27,7 +27,7 @@ fn main_runs_on_the_global_pool_built_with_its_threads() {
         let outside = std::thread::spawn(|| bwos::block_on(async { bwos::current_num_threads() }))
             .join()
             .unwrap();
-        assert_eq!(outside, 2);
+        assert_eq!(outside, 5);
         assert_eq!(
             program::main(),
             Ok(42),
