@@ -27,6 +27,8 @@
 //! | `Runtime::spawn`, `Runtime::block_on` | [`ThreadPool::spawn_task`], [`ThreadPool::block_on`] | `spawn` is rayon's closure spawn, hence `spawn_task` |
 //! | `futures::executor::block_on` | [`block_on`] | polls on the calling thread, no `Send` bound; the future's tasks go to the pool |
 //! | `tokio::time::{sleep, timeout, interval}` | [`time::sleep`], [`time::timeout`], [`time::interval`] | a timer wheel per pool, driven by its workers |
+//! | `tokio::time::{pause, resume, advance}`, `tokio::time::Instant` | `time::{pause, resume, advance}` (feature `test-util`), [`time::Instant`] | a paused clock per pool; `Instant` converts to and from std's |
+//! | `#[tokio::main]`, `#[tokio::test]` | `#[bwos::main]`, `#[bwos::test]` (feature `macros`) | `worker_threads = N`; `start_paused = true` in tests |
 //! | `tokio::net::{TcpListener, TcpStream, UdpSocket, UnixStream}` | [`net`] (feature `io`) | tokio's I/O traits with feature `tokio-io` |
 //! | hyper-util's `TokioExecutor`, `TokioTimer` | `bwos::hyper::{Executor, Timer}` (feature `hyper`) | |
 //! | crossbeam-deque `Worker`/`Stealer` | the `bwos-queue` crate | LIFO items are private until shared; see its docs |

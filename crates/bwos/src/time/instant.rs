@@ -13,7 +13,7 @@ use crate::sched::registry::Registry;
 /// Without the `test-util` feature the pool's clock is the system's
 /// monotonic clock and [`Instant::now`] is `std::time::Instant::now()`.
 /// With it, a pool's clock can be paused and moved by hand
-/// ([`pause`](super::pause), [`advance`](super::advance)), and
+/// (`bwos::time::pause`, `bwos::time::advance`), and
 /// `Instant::now()` reads that clock on the threads that work for the
 /// pool (its workers, its blocking threads, a `block_on` of the pool), so
 /// that [`sleep`](super::sleep), [`timeout`](super::timeout) and

@@ -15,7 +15,7 @@
 //!
 //! Time is read from the pool's clock, through [`Instant`]. With the
 //! `test-util` feature that clock can be paused and moved by hand for
-//! tests ([`pause`], [`resume`], [`advance`], tokio's test utilities): a
+//! tests (`pause`, `resume`, `advance`, tokio's test utilities): a
 //! paused pool that has nothing to do but wait for a timer jumps to its
 //! deadline at once.
 //!
