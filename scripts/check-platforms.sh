@@ -21,6 +21,6 @@ done
 
 echo "-- Linux: bwos with no feature, then each feature alone"
 cargo check --quiet -p bwos --no-default-features
-for feature in io fork hyper tokio-io tokio-compat serde; do
+for feature in io fork hyper tokio-io tokio-compat serde test-util macros; do
     cargo check --quiet -p bwos --no-default-features --features "$feature"
 done

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Packs the library crates as crates.io would receive them and builds the
 # packed sources (cargo package verifies by compiling the .crate files):
-# bwos-queue and bwos together, since bwos depends on a bwos-queue that is
-# not published yet. The rayon-core drop-in is not packed: its name is
+# bwos-queue, bwos-macros and bwos together, since bwos depends on a
+# bwos-queue and (feature `macros`) a bwos-macros that are not published
+# yet. The rayon-core drop-in is not packed: its name is
 # rayon-core's, so users take it by path or git (README).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,11 +14,14 @@ cd "$(dirname "$0")/.."
 # never change): a copy unpacked or built by an earlier run (same version,
 # older code) would be used instead of this one.
 cargo_home="${CARGO_HOME:-$HOME/.cargo}"
-rm -rf "$cargo_home"/registry/src/-*/bwos-queue-0.1.0 "$cargo_home"/registry/cache/-*/bwos-queue-0.1.0.crate target/package
-cargo clean -q -p bwos-queue
+for crate in bwos-queue bwos-macros; do
+    rm -rf "$cargo_home"/registry/src/-*/"$crate"-0.1.0 "$cargo_home"/registry/cache/-*/"$crate"-0.1.0.crate
+    cargo clean -q -p "$crate"
+done
+rm -rf target/package
 
-cargo package -p bwos-queue -p bwos "$@"
-for crate in bwos-queue bwos; do
+cargo package -p bwos-queue -p bwos-macros -p bwos "$@"
+for crate in bwos-queue bwos-macros bwos; do
     echo "-- target/package/$crate-0.1.0.crate:"
     tar -tzf "target/package/$crate-0.1.0.crate" | sed 's|^[^/]*/|    |' | sort | head -100
 done

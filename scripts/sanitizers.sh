@@ -31,8 +31,10 @@
 #     thread and back), responsiveness (tasks shared with idle workers,
 #     tasks served between fork/join jobs), coop (the budget), handle
 #     (handles and enter guards, on plain threads and on workers), shutdown
-#     (shutdown_timeout, shutdown_background) and task_api (AbortHandle,
-#     JoinSet's try_join_next, join_all, spawn_blocking).
+#     (shutdown_timeout, shutdown_background), task_api (AbortHandle,
+#     JoinSet's try_join_next, join_all, spawn_blocking) and paused_clock
+#     (the paused clock's jumps: idle workers, blocking closures and
+#     block_on deciding together).
 #   Not run: doc tests (they would need RUSTDOCFLAGS and a rustdoc build of
 #   every example for little threading), the loom models (no real
 #   threads), net_api (the socket API's surface: names, errors, UDP, Unix
@@ -109,7 +111,7 @@ common_tests=(
     --test join --test scope --test tasks --test fork --test worklist
     --test net --test time --test panics --test hyper --test broadcast
     --test fifo --test policies --test handlers --test pool
-    --test block_in_place --test responsiveness --test coop
+    --test block_in_place --test responsiveness --test coop --test paused_clock
     --test handle --test shutdown --test task_api
 )
 common_skips=(

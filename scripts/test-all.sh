@@ -30,7 +30,7 @@ echo "== loom models of peers' real queue bugs, replayed on BWoS: stdexec #1967 
 RUSTFLAGS="--cfg bwos_loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p bwos-queue --release --test loom_regressions -- --test-threads 1
 
-echo "== loom models of the runtime: latch, Nowa scope counter, sleep, task state, work list, timers, blocking queue (seconds)"
+echo "== loom models of the runtime: latch, Nowa scope counter, sleep, task state, work list, timers, paused clock, blocking queue (seconds)"
 RUSTFLAGS="--cfg bwos_loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p bwos --release --lib -- --test-threads 1
 

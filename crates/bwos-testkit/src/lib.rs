@@ -49,6 +49,25 @@ pub fn timeout() -> Duration {
 /// the process: the message on stderr says which test hung and for how
 /// long. A panic in `body` passes through unchanged.
 pub fn watchdog<R>(test: &str, body: impl FnOnce() -> R) -> R {
+    // Dropped on return and on unwind alike.
+    let guard = watchdog_guard(test);
+    let result = body();
+    drop(guard);
+    result
+}
+
+/// The [`watchdog`] as a guard, for a body that is not a closure (an
+/// `async fn` test under `#[bwos::test]`, whose body runs inside
+/// `block_on`): the watch ends when the guard is dropped, on return and
+/// on unwind alike; if it lives longer than [`timeout()`], the test
+/// process ends with a message naming `test`.
+///
+/// ```
+/// let _watchdog = bwos_testkit::watchdog_guard("doc_example_guard");
+/// let handle = std::thread::spawn(|| 20 + 22);
+/// assert_eq!(handle.join().unwrap(), 42);
+/// ```
+pub fn watchdog_guard(test: &str) -> WatchdogGuard {
     let limit = timeout();
     let (done, finished) = mpsc::channel::<()>();
     let name = test.to_owned();
@@ -72,23 +91,21 @@ pub fn watchdog<R>(test: &str, body: impl FnOnce() -> R) -> R {
             }
         })
         .expect("the watchdog thread starts");
-    // Dropped on return and on unwind alike.
-    let guard = Done {
+    WatchdogGuard {
         done: Some(done),
         watcher: Some(watcher),
-    };
-    let result = body();
-    drop(guard);
-    result
+    }
 }
 
-/// Stops the watcher when the body is over, however it ended.
-struct Done {
+/// Stops the watcher when the body is over, however it ended: see
+/// [`watchdog_guard`].
+#[must_use = "the watch ends when the guard is dropped"]
+pub struct WatchdogGuard {
     done: Option<mpsc::Sender<()>>,
     watcher: Option<thread::JoinHandle<()>>,
 }
 
-impl Drop for Done {
+impl Drop for WatchdogGuard {
     fn drop(&mut self) {
         drop(self.done.take());
         if let Some(watcher) = self.watcher.take() {

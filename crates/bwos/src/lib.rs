@@ -29,6 +29,8 @@
 //! | `task::AbortHandle`, `JoinSet::{try_join_next, join_all}` | [`task::AbortHandle`], [`task::JoinSet`] | |
 //! | `futures::executor::block_on` | [`block_on`] | polls on the calling thread, no `Send` bound; the future's tasks go to the pool |
 //! | `tokio::time::{sleep, timeout, interval}` | [`time::sleep`], [`time::timeout`], [`time::interval`] | a timer wheel per pool, driven by its workers |
+//! | `tokio::time::{pause, resume, advance}`, `tokio::time::Instant` | `time::{pause, resume, advance}` (feature `test-util`), [`time::Instant`] | a paused clock per pool; `Instant` converts to and from std's |
+//! | `#[tokio::main]`, `#[tokio::test]` | `#[bwos::main]`, `#[bwos::test]` (feature `macros`) | `worker_threads = N`; `start_paused = true` in tests |
 //! | `tokio::net::{TcpListener, TcpStream, UdpSocket, UnixStream}` | [`net`] (feature `io`) | tokio's I/O traits with feature `tokio-io` |
 //! | hyper-util's `TokioExecutor`, `TokioTimer` | `bwos::hyper::{Executor, Timer}` (feature `hyper`) | |
 //! | libraries that need a tokio runtime (reqwest, database drivers, cloud SDKs), `tokio::spawn`, `Handle::current` | themselves, in bwos tasks (feature `tokio-compat`) | see [Cargo features](#cargo-features) for what runs where |
@@ -184,6 +186,8 @@ pub mod io {
 pub mod hyper;
 #[cfg(not(bwos_loom))]
 mod join;
+#[cfg(all(feature = "macros", not(bwos_loom)))]
+mod macros;
 #[cfg(all(feature = "io", not(bwos_loom)))]
 pub mod net;
 #[cfg(not(bwos_loom))]
@@ -234,6 +238,76 @@ pub use scope::spawn::{spawn, spawn_fifo};
 pub use scope::{Scope, ScopeFifo, in_place_scope, in_place_scope_fifo, scope, scope_fifo};
 #[cfg(not(bwos_loom))]
 pub use task::block_on::block_on;
+
+/// Runs an `async fn main` in [`block_on`] on the global pool (feature
+/// `macros`): tokio's `#[tokio::main]`.
+///
+/// The global pool is built first, with `worker_threads = N` workers if
+/// given, else the default number ([`ThreadPoolBuilder::num_threads`]'s
+/// default: `BWOS_NUM_THREADS`, else one per core), so that the tasks,
+/// timers and joins of `main`, and the free functions called on any
+/// thread, all use it. If the global pool exists already (the function
+/// was called before), it is used as it is. A pool that cannot be built
+/// (the system refuses threads) panics with the build error's message.
+///
+/// The function must be an `async fn` without arguments; it may return
+/// anything, a `Result` included. Bad arguments are compile errors that
+/// say what is accepted.
+///
+/// ```
+/// #[bwos::main(worker_threads = 2)]
+/// async fn main() -> Result<(), std::num::ParseIntError> {
+///     let answer = bwos::task::spawn(async { "42".parse::<u32>() }).await.unwrap()?;
+///     assert_eq!(answer, 42);
+///     assert_eq!(bwos::current_num_threads(), 2);
+///     Ok(())
+/// }
+/// ```
+#[cfg(all(feature = "macros", not(bwos_loom)))]
+#[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
+pub use bwos_macros::main;
+
+/// Runs an `async fn` test in [`block_on`] on a pool of its own (feature
+/// `macros`): tokio's `#[tokio::test]`.
+///
+/// Each test builds a fresh pool, with `worker_threads = N` workers if
+/// given, else the default number, and drops it (stopping its threads)
+/// when the test ends. `start_paused = true` pauses the pool's clock
+/// before the body runs ([`time::pause`](crate::time), which needs the
+/// `test-util` feature: without it the expansion's call to
+/// `bwos::time::pause` does not compile, and the error points at the
+/// argument). Other attributes (`#[should_panic]`, `#[ignore]`) are kept.
+///
+/// The function must be an `async fn` without arguments; it may return a
+/// `Result`, as a `#[test]` may. Bad arguments are compile errors that
+/// say what is accepted.
+///
+/// ```
+/// #[bwos::test(worker_threads = 2)]
+/// async fn spawned_tasks_run_on_the_tests_pool() {
+///     let index = bwos::task::spawn(async { bwos::current_thread_index() });
+///     assert!(index.await.unwrap().is_some());
+/// }
+///
+/// #[cfg(feature = "test-util")]
+/// #[bwos::test(start_paused = true)]
+/// async fn an_hour_passes_at_once() {
+///     let start = bwos::time::Instant::now();
+///     bwos::time::sleep(std::time::Duration::from_secs(3600)).await;
+///     assert_eq!(start.elapsed(), std::time::Duration::from_secs(3600));
+/// }
+/// # fn main() {}
+/// ```
+#[cfg(all(feature = "macros", not(bwos_loom)))]
+#[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
+pub use bwos_macros::test;
+
+/// What the expansions of [`main`] and [`test`] call: not a public API.
+#[cfg(all(feature = "macros", not(bwos_loom)))]
+#[doc(hidden)]
+pub mod __macros {
+    pub use crate::macros::{run_main, run_test};
+}
 
 /// The geometry of a worker's BWoS queue, for
 /// [`ThreadPoolBuilder::queue_config`]: `QueueConfig::new(num_blocks,

@@ -2,7 +2,8 @@
 //! the latch, the sleep protocol, balanced work stealing's wake-ups, the
 //! Nowa scope counter, the async task state word, the closable task
 //! injector, the I/O driver's seat, the timers' registration, firing,
-//! cancellation and watcher, the blocking pool's queue, `fork::join`'s suspension, a fork
+//! cancellation and watcher, the paused clock's automatic advance, the
+//! blocking pool's queue, `fork::join`'s suspension, a fork
 //! region's boundary and the work list's hand-over. Run with
 //! `RUSTFLAGS="--cfg bwos_loom" cargo test -p bwos --release --lib`: a loom
 //! build compiles only these protocol files, at their usual module paths
@@ -19,6 +20,7 @@
 //! later `join` and then fails an internal assertion. The main thread only
 //! produces and joins.
 
+mod auto_advance;
 mod balance;
 mod blocking;
 mod driver_seat;

@@ -35,6 +35,16 @@ pub(crate) fn registry() -> &'static Arc<Registry> {
     }
 }
 
+/// The global pool's registry if the pool has been built, without
+/// building it.
+#[cfg(feature = "test-util")]
+pub(crate) fn registry_if_started() -> Option<&'static Arc<Registry>> {
+    match GLOBAL.get() {
+        Some(Ok(pool)) => Some(&pool.registry),
+        _ => None,
+    }
+}
+
 pub(crate) fn set(
     build: impl FnOnce() -> Result<ThreadPool, ThreadPoolBuildError>,
 ) -> Result<(), ThreadPoolBuildError> {

@@ -31,6 +31,8 @@ use super::steal::WhereWorkersRun;
 use super::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use super::task::pool_tasks::PoolTasks;
 use super::task::raw::Notified;
+#[cfg(feature = "test-util")]
+use super::time::auto_advance::AutoAdvance;
 use super::time::{Timers, WakeFor, Watch};
 use super::worker::WorkerThread;
 
@@ -108,6 +110,9 @@ pub(crate) struct Registry {
     pub(crate) blocking: BlockingPool,
     /// The pool's timers, driven by its workers (see `time/mod.rs`).
     pub(crate) timers: Timers,
+    /// When the paused clock may jump (`time/auto_advance.rs`).
+    #[cfg(feature = "test-util")]
+    auto_advance: AutoAdvance,
     /// Panics of detached jobs that no handler took
     /// ([`PoolStats::unhandled_panics`]).
     unhandled_panics: AtomicU64,
@@ -159,6 +164,8 @@ impl Registry {
             shutdown_begun: AtomicBool::new(false),
             blocking: BlockingPool::new(options.max_blocking_threads, options.blocking_keep_alive),
             timers: Timers::new(),
+            #[cfg(feature = "test-util")]
+            auto_advance: AutoAdvance::new(n, usize::from(options.uses_building_thread)),
             unhandled_panics: AtomicU64::new(0),
             epoch: Instant::now(),
             options,
@@ -257,6 +264,10 @@ impl Registry {
 
     /// Wakes worker `index` if it is parked.
     pub(crate) fn unpark(&self, index: usize) {
+        // Before the wake-up: whoever woke it (for work, a latch, a look)
+        // must not leave the pool looking idle to the paused clock.
+        #[cfg(feature = "test-util")]
+        self.auto_advance.worker_busy(index);
         // Every worker registers before the builder returns the pool, so
         // nobody can have work for an unregistered worker.
         if let Some(thread) = self.threads[index].get() {
@@ -286,12 +297,39 @@ impl Registry {
         still_asleep: &dyn Fn() -> bool,
         wake_early: &dyn Fn(),
     ) -> bool {
+        // A worker that makes work as it sleeps (timers, sockets) stops
+        // counting as idle for the paused clock before it does.
+        #[cfg(feature = "test-util")]
+        let (searching_again, wake_early) = (wake_early, &|| {
+            self.auto_advance.worker_busy(index);
+            wake_early();
+        });
         if self.fire_due_timers(wake_early) {
             return true;
         }
         let timeout = match self.timers.watch(index) {
             Watch::Elsewhere => None,
-            Watch::Until(timeout) => Some(timeout),
+            Watch::Until(timeout) => timeout,
+        };
+        #[cfg(feature = "test-util")]
+        let timeout = {
+            self.auto_advance.worker_idle(index);
+            // After the mark: a wake-up that came before it did not unmark
+            // this worker, but it ended the sleep.
+            if !still_asleep() {
+                self.auto_advance.worker_busy(index);
+                return false;
+            }
+            if self.timers.clock().is_paused() {
+                if self.try_auto_advance(index, still_asleep, wake_early, searching_again) {
+                    return true;
+                }
+                // Paused time does not pass by itself: sleep until woken
+                // (a new timer, work, an advance, the pool falling idle).
+                None
+            } else {
+                timeout
+            }
         };
         // A timer's interrupt writes the driver's eventfd only if the
         // sleeper already sits in the seat: one that came since `watch` (an
@@ -302,9 +340,75 @@ impl Registry {
         // sleep loop parks it again, and `watch` gives the new deadline.
         // The watch is left when the sleep ends (`leave_timer_watch`), not
         // here: across the sleep loop's turns it stays this worker's.
-        let undisturbed = || still_asleep() && !self.timers.is_interrupted(index);
-        let parked = self.park_for(index, &undisturbed, wake_early, timeout.flatten());
+        // With `test-util`, an unpark that came before the seat was taken
+        // unmarked the worker (`unpark`, under the idleness lock, which the
+        // look here takes after the seat's fence): it looks again too.
+        let undisturbed = || {
+            let undisturbed = still_asleep() && !self.timers.is_interrupted(index);
+            #[cfg(feature = "test-util")]
+            let undisturbed = undisturbed && self.auto_advance.is_idle(index);
+            undisturbed
+        };
+        let parked = self.park_for(index, &undisturbed, wake_early, timeout);
+        #[cfg(feature = "test-util")]
+        self.auto_advance.worker_busy(index);
         parked || self.fire_due_timers(wake_early)
+    }
+
+    /// Idle worker `index`, about to sleep with the clock paused: if the
+    /// pool has nothing to do, moves the clock to the next deadline and
+    /// fires it (`time/auto_advance.rs`). Returns whether it made work
+    /// for this worker (then it counts as searching again): tasks a ready
+    /// socket woke (a socket ready now holds the clock, as in tokio), or
+    /// the jump's. `wake_early` also unmarks the worker;
+    /// `searching_again` only makes it count as searching (the jump
+    /// unmarks it under the idleness lock).
+    #[cfg(feature = "test-util")]
+    fn try_auto_advance(
+        &self,
+        index: usize,
+        still_asleep: &dyn Fn() -> bool,
+        wake_early: &dyn Fn(),
+        searching_again: &dyn Fn(),
+    ) -> bool {
+        if let Some(driver) = self.driver.get()
+            && let Some(woken) = driver.park(index, still_asleep, wake_early, Some(Duration::ZERO))
+            && woken > 0
+        {
+            return true;
+        }
+        let loop_workers = self.num_threads() - usize::from(self.options.uses_building_thread);
+        let quiet = || {
+            self.sleep.all_asleep(loop_workers)
+                && (0..self.num_threads()).all(|index| !self.has_visible_work(index))
+        };
+        self.auto_advance
+            .try_advance(index, &self.timers, quiet, searching_again)
+    }
+
+    /// Work of this pool starts on a thread that is not one of its workers
+    /// (a blocking closure queued, a `block_on` poll, a `block_in_place`
+    /// closure): the paused clock does not jump until it finishes.
+    #[cfg(feature = "test-util")]
+    pub(crate) fn outside_work_started(&self) {
+        self.auto_advance.outside_started();
+    }
+
+    /// Work started by [`outside_work_started`](Self::outside_work_started)
+    /// finished: if that leaves the pool idle with its clock paused, an
+    /// idle worker looks again and the clock jumps.
+    #[cfg(feature = "test-util")]
+    pub(crate) fn outside_work_finished(&self) {
+        if let Some(index) = self.auto_advance.outside_finished(&self.timers) {
+            self.unpark(index);
+        }
+    }
+
+    /// The paused clock was resumed: the watcher sleeps without a deadline
+    /// and must take up the next one in real time.
+    #[cfg(feature = "test-util")]
+    pub(crate) fn clock_resumed(&self) {
+        self.wake_for_timer(self.timers.clock_resumed());
     }
 
     /// Worker `index`'s sleep ended, for whatever reason: before it runs
@@ -481,6 +585,31 @@ impl Registry {
                 Some(registry) => f(&registry),
                 None => f(global::registry()),
             },
+        })
+    }
+
+    /// Calls `f` with the pool the calling thread works for: its worker's,
+    /// or the one it entered (`context.rs`); `None` elsewhere. Unlike
+    /// [`with_current`](Self::with_current) it never falls back to the
+    /// global pool (the paused clock's `pause`, `resume` and `advance`
+    /// need a pool of the caller's, as tokio's need a runtime).
+    #[cfg(feature = "test-util")]
+    pub(crate) fn with_entered<R>(f: impl FnOnce(Option<&Arc<Registry>>) -> R) -> R {
+        WorkerThread::with_current(|worker| match worker {
+            Some(worker) => f(Some(worker.registry())),
+            None => f(context::current().as_ref()),
+        })
+    }
+
+    /// Calls `f` with the timers (and so the clock) of the current pool as
+    /// [`with_current`](Self::with_current) finds it, except that the
+    /// global pool is not started for it: `None` if the calling thread
+    /// works for no pool and the global pool has not started.
+    #[cfg(feature = "test-util")]
+    pub(crate) fn with_clock_of_current<R>(f: impl FnOnce(Option<&Timers>) -> R) -> R {
+        Registry::with_entered(|registry| match registry {
+            Some(registry) => f(Some(&registry.timers)),
+            None => f(global::registry_if_started().map(|registry| &registry.timers)),
         })
     }
 

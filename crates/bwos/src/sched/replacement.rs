@@ -48,6 +48,11 @@ pub(crate) fn block_in_place<R>(f: impl FnOnce() -> R) -> R {
         return f();
     }
     let registry = Arc::clone(worker.registry());
+    // For the paused clock, `f` is the pool's work running outside its
+    // workers from before the worker moves (it is busy until then) until
+    // `f` returned.
+    #[cfg(feature = "test-util")]
+    registry.outside_work_started();
     let give_back = Arc::new(CoreLatch::new());
     // The worker's address crosses to the replacement as an integer: the
     // safety argument is the hand-over's, not the type's.
@@ -76,9 +81,13 @@ pub(crate) fn block_in_place<R>(f: impl FnOnce() -> R) -> R {
     let Ok(replacement) = replacement else {
         // No thread to be had: run `f` in place, as a worker.
         worker.return_to_thread();
+        #[cfg(feature = "test-util")]
+        registry.outside_work_finished();
         return f();
     };
     let result = panic::catch_unwind(AssertUnwindSafe(|| context::enter(&registry, f)));
+    #[cfg(feature = "test-util")]
+    registry.outside_work_finished();
     if give_back.set() {
         // The replacement sleeps on the latch: wake it (it is registered
         // as the worker's thread).

@@ -61,16 +61,15 @@ pub(crate) fn block_on_in<F: Future>(registry: &Arc<Registry>, future: F) -> F::
     #[cfg(feature = "tokio-compat")]
     let _tokio = crate::sched::tokio_compat::enter();
     let mut future = pin!(future);
-    let signal = Arc::new(Signal {
-        latch: Mutex::new(Arc::new(ThreadLatch::for_current_thread())),
-    });
+    let signal = Arc::new(Signal::new(registry));
+    let _leave = Leave(&signal);
     let waker = Waker::from(Arc::clone(&signal));
     let mut cx = Context::from_waker(&waker);
     loop {
         // A fresh latch before the poll: a wake-up during the poll sets
         // it, and the wait below returns at once.
         let latch = Arc::new(ThreadLatch::for_current_thread());
-        *signal.lock() = Arc::clone(&latch);
+        signal.start_round(Arc::clone(&latch));
         // A fresh cooperative budget per poll, as a task's (and as
         // tokio's `block_on`), so that a future behaves the same under
         // `block_on` as in a task: `consume_budget` yields, a timeout
@@ -81,20 +80,134 @@ pub(crate) fn block_on_in<F: Future>(registry: &Arc<Registry>, future: F) -> F::
         if let Poll::Ready(output) = polled {
             return output;
         }
+        signal.before_wait();
         latch.core().wait();
     }
 }
 
 /// The waker of a `block_on`: sets the calling thread's current latch.
 struct Signal {
-    latch: Mutex<Arc<ThreadLatch>>,
+    round: Mutex<Round>,
+}
+
+/// The current round of a `block_on`'s polls.
+struct Round {
+    latch: Arc<ThreadLatch>,
+    /// With `test-util`, a `block_on` on a thread that is not one of the
+    /// pool's workers is the pool's work outside its workers while it
+    /// polls (`sched/time/auto_advance.rs`): the paused clock does not
+    /// jump meanwhile. `None` on a worker of the pool (its sleep counts),
+    /// and once `block_on` returned.
+    #[cfg(feature = "test-util")]
+    presence: Option<Presence>,
+}
+
+/// A `block_on`'s count as outside work (see [`Round::presence`]).
+#[cfg(feature = "test-util")]
+struct Presence {
+    registry: Arc<Registry>,
+    /// Counted as outside work now: from the start until the thread waits,
+    /// and again from the wake-up that ends the wait (the waker counts it,
+    /// before it sets the latch, so that the clock cannot jump between the
+    /// wake-up and the next poll).
+    counted: bool,
+    /// Woken since the round started: the wait will end at once, so the
+    /// thread stays counted.
+    woken: bool,
 }
 
 impl Signal {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Arc<ThreadLatch>> {
-        // Only an `Arc` is swapped or cloned under the lock: never poisoned
-        // in a way that matters.
-        self.latch.lock().unwrap_or_else(PoisonError::into_inner)
+    fn new(registry: &Arc<Registry>) -> Self {
+        #[cfg(not(feature = "test-util"))]
+        let _ = registry;
+        #[cfg(feature = "test-util")]
+        let presence = registry
+            .with_current_worker(|worker| worker.is_none())
+            .then(|| {
+                registry.outside_work_started();
+                Presence {
+                    registry: Arc::clone(registry),
+                    counted: true,
+                    woken: false,
+                }
+            });
+        Signal {
+            round: Mutex::new(Round {
+                latch: Arc::new(ThreadLatch::for_current_thread()),
+                #[cfg(feature = "test-util")]
+                presence,
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Round> {
+        // Only an `Arc` is swapped or cloned and flags are set under the
+        // lock: never poisoned in a way that matters.
+        self.round.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A new round of polls waits on `latch`.
+    fn start_round(&self, latch: Arc<ThreadLatch>) {
+        let mut round = self.lock();
+        round.latch = latch;
+        #[cfg(feature = "test-util")]
+        if let Some(presence) = &mut round.presence {
+            presence.woken = false;
+            presence.count();
+        }
+    }
+
+    /// The poll returned `Pending` and the thread is about to wait: unless
+    /// a wake-up came during the poll, it no longer counts as outside work.
+    fn before_wait(&self) {
+        #[cfg(feature = "test-util")]
+        {
+            let mut round = self.lock();
+            let Some(presence) = &mut round.presence else {
+                return;
+            };
+            if presence.woken || !presence.counted {
+                return;
+            }
+            presence.counted = false;
+            let registry = Arc::clone(&presence.registry);
+            drop(round);
+            registry.outside_work_finished();
+        }
+    }
+
+    /// `block_on` returns or unwinds: it stops counting for good (a waker
+    /// kept by a timer or a task may still be called later).
+    fn leave(&self) {
+        #[cfg(feature = "test-util")]
+        {
+            let presence = self.lock().presence.take();
+            if let Some(presence) = presence
+                && presence.counted
+            {
+                presence.registry.outside_work_finished();
+            }
+        }
+    }
+}
+
+#[cfg(feature = "test-util")]
+impl Presence {
+    /// Counts the `block_on` as outside work if it is not counted.
+    fn count(&mut self) {
+        if !self.counted {
+            self.counted = true;
+            self.registry.outside_work_started();
+        }
+    }
+}
+
+/// Ends a `block_on`'s count when it returns or unwinds.
+struct Leave<'a>(&'a Signal);
+
+impl Drop for Leave<'_> {
+    fn drop(&mut self) {
+        self.0.leave();
     }
 }
 
@@ -104,7 +217,16 @@ impl Wake for Signal {
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
-        let latch = Arc::clone(&self.lock());
+        let latch = {
+            #[cfg_attr(not(feature = "test-util"), allow(unused_mut))]
+            let mut round = self.lock();
+            #[cfg(feature = "test-util")]
+            if let Some(presence) = &mut round.presence {
+                presence.woken = true;
+                presence.count();
+            }
+            Arc::clone(&round.latch)
+        };
         // SAFETY: the `Arc` keeps the latch alive during the call.
         unsafe { Latch::set(&*latch) };
     }

@@ -3,8 +3,9 @@
 use std::future::poll_fn;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use super::Instant;
 use super::sleep::{Sleep, sleep_until};
 
 /// Ticks are this much late at most before they count as missed.
@@ -29,7 +30,8 @@ pub fn interval(period: Duration) -> Interval {
 }
 
 /// An [`Interval`] whose first tick is at `start`, then every `period`.
-pub fn interval_at(start: Instant, period: Duration) -> Interval {
+/// `start` is a [`bwos::time::Instant`](Instant) or a `std::time::Instant`.
+pub fn interval_at(start: impl Into<Instant>, period: Duration) -> Interval {
     Interval {
         sleep: sleep_until(start),
         period: period.max(Duration::from_millis(1)),
@@ -93,7 +95,7 @@ impl Interval {
             return Poll::Pending;
         }
         let scheduled = self.sleep.deadline();
-        let now = Instant::now();
+        let now = self.sleep.now();
         let next = if now > scheduled + LATE {
             self.missed_tick_behavior.next(scheduled, now, self.period)
         } else {
@@ -105,7 +107,8 @@ impl Interval {
 
     /// Restarts the schedule: the next tick comes a period from now.
     pub fn reset(&mut self) {
-        Pin::new(&mut self.sleep).reset(Instant::now() + self.period);
+        let now = self.sleep.now();
+        Pin::new(&mut self.sleep).reset(now + self.period);
     }
 
     /// The period between ticks.

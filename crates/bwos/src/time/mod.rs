@@ -13,6 +13,12 @@
 //! millisecond. Dropping a [`Sleep`] (or a [`Timeout`], or an
 //! [`Interval`]) cancels its timer.
 //!
+//! Time is read from the pool's clock, through [`Instant`]. With the
+//! `test-util` feature that clock can be paused and moved by hand for
+//! tests (`pause`, `resume`, `advance`, tokio's test utilities): a
+//! paused pool that has nothing to do but wait for a timer jumps to its
+//! deadline at once.
+//!
 //! ```
 //! use std::time::Duration;
 //! use bwos::time;
@@ -27,21 +33,26 @@
 //! ```
 
 pub mod error;
+mod instant;
 mod interval;
+#[cfg(feature = "test-util")]
+mod pause;
 mod sleep;
 mod timeout;
 
+pub use instant::Instant;
 pub use interval::{Interval, MissedTickBehavior, interval, interval_at};
+#[cfg(feature = "test-util")]
+#[cfg_attr(docsrs, doc(cfg(feature = "test-util")))]
+pub use pause::{advance, pause, resume};
 pub use sleep::{Sleep, sleep, sleep_until};
-pub use std::time::Instant;
 pub use timeout::{Timeout, timeout, timeout_at};
 
 use std::time::Duration;
 
 /// `now + duration`, or a deadline so far away that it never comes if that
 /// overflows `Instant` (about 30 years out, as tokio's "far future").
-pub(crate) fn deadline_after(duration: Duration) -> Instant {
-    let now = Instant::now();
+pub(crate) fn deadline_after(now: Instant, duration: Duration) -> Instant {
     now.checked_add(duration).unwrap_or_else(|| far_future(now))
 }
 

@@ -5,8 +5,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use super::Instant;
 use crate::sched::coop;
 use crate::sched::registry::Registry;
 use crate::sched::time::{Registered, TimerKey};
@@ -22,12 +23,15 @@ use crate::sched::time::{Registered, TimerKey};
 /// assert!(start.elapsed() >= Duration::from_millis(10));
 /// ```
 pub fn sleep(duration: Duration) -> Sleep {
-    Sleep::new(super::deadline_after(duration))
+    let registry = Registry::with_current(Arc::clone);
+    let now = Instant::from_std(registry.timers.now());
+    Sleep::new(registry, super::deadline_after(now, duration))
 }
 
-/// Waits until `deadline` (at once if it has passed).
-pub fn sleep_until(deadline: Instant) -> Sleep {
-    Sleep::new(deadline)
+/// Waits until `deadline` (at once if it has passed). It takes a
+/// [`bwos::time::Instant`](Instant) or a `std::time::Instant`.
+pub fn sleep_until(deadline: impl Into<Instant>) -> Sleep {
+    Sleep::new(Registry::with_current(Arc::clone), deadline.into())
 }
 
 /// The future of [`sleep`] and [`sleep_until`]. It holds a timer of the
@@ -44,9 +48,9 @@ pub struct Sleep {
 }
 
 impl Sleep {
-    fn new(deadline: Instant) -> Self {
+    fn new(registry: Arc<Registry>, deadline: Instant) -> Self {
         Sleep {
-            registry: Registry::with_current(Arc::clone),
+            registry,
             deadline,
             timer: None,
             elapsed: false,
@@ -61,20 +65,26 @@ impl Sleep {
     /// Whether the deadline has passed (checked now, not only when the
     /// timer fired).
     pub fn is_elapsed(&self) -> bool {
-        self.elapsed || Instant::now() >= self.deadline
+        self.elapsed || self.now() >= self.deadline
     }
 
     /// Sets a new deadline, earlier or later, even after the sleep ended:
     /// the future then waits again (tokio's `Sleep::reset`). A task that
     /// waits on it is woken at the new deadline without polling it again.
-    pub fn reset(self: Pin<&mut Self>, deadline: Instant) {
+    pub fn reset(self: Pin<&mut Self>, deadline: impl Into<Instant>) {
         let this = self.get_mut();
+        let deadline = deadline.into();
         this.deadline = deadline;
         this.elapsed = false;
         if let Some(timer) = this.timer {
-            let wake = this.registry.timers.reset(timer, deadline);
+            let wake = this.registry.timers.reset(timer, deadline.into_std());
             this.registry.wake_for_timer(wake);
         }
+    }
+
+    /// Now on the clock of the pool the sleep belongs to.
+    pub(crate) fn now(&self) -> Instant {
+        Instant::from_std(self.registry.timers.now())
     }
 }
 
@@ -115,7 +125,7 @@ impl Sleep {
         if self.elapsed {
             return Poll::Ready(());
         }
-        if Instant::now() >= self.deadline {
+        if self.now() >= self.deadline {
             // Whether or not a worker fired the timer yet.
             self.elapsed = true;
             return Poll::Ready(());
@@ -123,7 +133,7 @@ impl Sleep {
         let timers = &self.registry.timers;
         match self.timer {
             None => {
-                let inserted = timers.insert(self.deadline, cx.waker());
+                let inserted = timers.insert(self.deadline.into_std(), cx.waker());
                 self.timer = Some(inserted.key);
                 self.registry.wake_for_timer(inserted.wake);
                 match inserted.registered {

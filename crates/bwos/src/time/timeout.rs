@@ -3,10 +3,11 @@
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use super::Instant;
 use super::error::Elapsed;
-use super::sleep::{Sleep, sleep_until};
+use super::sleep::{Sleep, sleep, sleep_until};
 use crate::sched::coop;
 
 /// Runs `future` for at most `duration`: its output in `Ok`, or
@@ -27,14 +28,15 @@ use crate::sched::coop;
 /// });
 /// ```
 pub fn timeout<F: IntoFuture>(duration: Duration, future: F) -> Timeout<F::IntoFuture> {
-    Timeout::new(
-        future.into_future(),
-        sleep_until(super::deadline_after(duration)),
-    )
+    Timeout::new(future.into_future(), sleep(duration))
 }
 
-/// Runs `future` until `deadline` at most: see [`timeout`].
-pub fn timeout_at<F: IntoFuture>(deadline: Instant, future: F) -> Timeout<F::IntoFuture> {
+/// Runs `future` until `deadline` at most: see [`timeout`]. The deadline
+/// is a [`bwos::time::Instant`](Instant) or a `std::time::Instant`.
+pub fn timeout_at<F: IntoFuture>(
+    deadline: impl Into<Instant>,
+    future: F,
+) -> Timeout<F::IntoFuture> {
     Timeout::new(future.into_future(), sleep_until(deadline))
 }
 

@@ -102,9 +102,10 @@ impl BlockingPool {
     /// shutdown, or if no thread runs and the OS refuses to start one, the
     /// task is cancelled (its handle reports it), never lost.
     pub(crate) fn push(&self, task: Notified) {
+        self.shared.entry_queued();
         match self.shared.queue.push(task) {
             Pushed::Queued => {}
-            Pushed::Refused(task) => task.cancel(),
+            Pushed::Refused(task) => self.shared.cancel(task),
             Pushed::StartThread => {
                 // Relaxed: only numbers the names.
                 let number = self
@@ -119,7 +120,9 @@ impl BlockingPool {
                     // Nobody will take them if no thread is left: cancel
                     // rather than lose them.
                     let orphans = self.shared.queue.start_failed();
-                    orphans.into_iter().for_each(Notified::cancel);
+                    orphans
+                        .into_iter()
+                        .for_each(|task| self.shared.cancel(task));
                 }
             }
         }
@@ -129,7 +132,9 @@ impl BlockingPool {
     /// they are done (see "Shutdown").
     pub(crate) fn shut_down(&self) {
         let orphans = self.shared.queue.shut_down();
-        orphans.into_iter().for_each(Notified::cancel);
+        orphans
+            .into_iter()
+            .for_each(|task| self.shared.cancel(task));
     }
 
     /// The threads' and queue's gauges now, for `PoolStats`.
@@ -174,11 +179,38 @@ impl Shared {
             // `JoinError`), so the thread survives its closures. The
             // closure's tasks, timers and joins go to this pool.
             match self.registry.get().and_then(Weak::upgrade) {
-                Some(registry) => context::enter(&registry, || task.run()),
+                Some(registry) => {
+                    context::enter(&registry, || task.run());
+                    // After the run: its handle's waiter has been woken.
+                    #[cfg(feature = "test-util")]
+                    registry.outside_work_finished();
+                }
                 None => task.run(),
             }
         }
         THIS_THREAD.with(|this| this.borrow_mut().take());
+    }
+}
+
+impl Shared {
+    /// An entry was queued: for the paused clock it is the pool's work
+    /// running outside its workers until it has run or been cancelled
+    /// (tokio does not advance a paused clock while a blocking closure is
+    /// in flight).
+    fn entry_queued(&self) {
+        #[cfg(feature = "test-util")]
+        if let Some(registry) = self.registry.get().and_then(Weak::upgrade) {
+            registry.outside_work_started();
+        }
+    }
+
+    /// Cancels an entry that will never run (its handle reports it).
+    fn cancel(&self, task: Notified) {
+        task.cancel();
+        #[cfg(feature = "test-util")]
+        if let Some(registry) = self.registry.get().and_then(Weak::upgrade) {
+            registry.outside_work_finished();
+        }
     }
 }
 

@@ -245,6 +245,18 @@ impl Sleep {
         (counts & (SLEEPER - 1)) + (counts >> 32) >= num_workers as u64
     }
 
+    /// Whether no worker searches and at least `num_workers` sleep: the
+    /// paused clock's look at the sleep states (`time/auto_advance.rs`),
+    /// taken under its lock by a worker that marked itself idle.
+    #[cfg(any(feature = "test-util", bwos_loom))]
+    pub(crate) fn all_asleep(&self, num_workers: usize) -> bool {
+        // SeqCst: a waker's SeqCst update of the counts (`wake`) that came
+        // before this look in the single order is seen, so a worker moved
+        // back to searching is not taken for a sleeper.
+        let counts = self.counts.load(Ordering::SeqCst);
+        counts & (SLEEPER - 1) == 0 && counts >> 32 >= num_workers as u64
+    }
+
     /// Wakes worker `index` if it sleeps: a thief spending a wake-up
     /// credit. Returns whether this call woke it. `unpark` unparks it.
     pub(crate) fn wake(&self, index: usize, unpark: impl FnOnce(usize)) -> bool {

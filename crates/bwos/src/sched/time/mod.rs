@@ -55,12 +55,16 @@
 //! deadline. Deadlines beyond the wheel's span (about 2.2 years), up to
 //! `Instant`'s end, wait at the top level and never overflow.
 
+#[cfg(any(feature = "test-util", bwos_loom))]
+pub(crate) mod auto_advance;
+pub(crate) mod pool_clock;
 pub(crate) mod wheel;
 
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
 use super::sync::{AtomicBool, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
+use pool_clock::PoolClock;
 use wheel::Wheel;
 pub(crate) use wheel::{Registered, TimerKey};
 
@@ -77,8 +81,11 @@ const MAX_WATCH: Duration = Duration::from_secs(3600);
 
 /// A pool's timers.
 pub(crate) struct Timers {
-    /// Tick 0.
+    /// Tick 0: the clock's epoch.
     start: Instant,
+    /// What "now" is for these timers (`pool_clock.rs`): the system
+    /// clock, or with `test-util` a clock that can be paused.
+    clock: PoolClock,
     inner: Mutex<Inner>,
     /// The tick of the next slot to process, `NONE` without pending
     /// timers: what a busy worker compares the clock with, without the
@@ -136,8 +143,10 @@ pub(crate) enum Watch {
 
 impl Timers {
     pub(crate) fn new() -> Self {
+        let clock = PoolClock::new();
         Timers {
-            start: Instant::now(),
+            start: clock.epoch(),
+            clock,
             inner: Mutex::new(Inner {
                 wheel: Wheel::new(),
                 watcher: None,
@@ -146,6 +155,18 @@ impl Timers {
             interrupted: AtomicBool::new(false),
             watcher_index: AtomicUsize::new(NOBODY),
         }
+    }
+
+    /// The timers' clock.
+    #[cfg(any(feature = "test-util", bwos_loom))]
+    pub(crate) fn clock(&self) -> &PoolClock {
+        &self.clock
+    }
+
+    /// The clock's reading: the instant deadlines are compared with.
+    #[inline]
+    pub(crate) fn now(&self) -> Instant {
+        self.clock.now()
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -275,7 +296,7 @@ impl Timers {
     /// Fires the timers due by now and wakes their tasks; returns how many
     /// fired.
     pub(crate) fn fire_due(&self) -> usize {
-        self.fire_until(self.now_tick(Instant::now()))
+        self.fire_until(self.now_tick(self.now()))
     }
 
     /// Fires the timers due by tick `now` and wakes their tasks, outside
@@ -301,7 +322,7 @@ impl Timers {
     pub(crate) fn maybe_due(&self) -> bool {
         // Relaxed: see `publish_next`.
         let next = self.next_tick.load(Ordering::Relaxed);
-        next != NONE && next <= self.now_tick(Instant::now())
+        next != NONE && next <= self.now_tick(self.now())
     }
 
     /// A busy worker's look: fires the due timers if the hint says some
@@ -328,7 +349,7 @@ impl Timers {
                     self.start
                         .checked_add(Duration::from_millis(tick))
                         .map_or(MAX_WATCH, |deadline| {
-                            deadline.saturating_duration_since(Instant::now())
+                            deadline.saturating_duration_since(self.now())
                         })
                         .min(MAX_WATCH)
                 }))
@@ -409,6 +430,62 @@ impl Timers {
     /// Whether [`close`](Self::close) was called.
     pub(crate) fn is_closed(&self) -> bool {
         self.lock().wheel.is_closed()
+    }
+}
+
+#[cfg(any(feature = "test-util", bwos_loom))]
+impl Timers {
+    /// Whether a timer is pending.
+    pub(crate) fn any_pending(&self) -> bool {
+        self.lock().wheel.next_expiration_tick().is_some()
+    }
+
+    /// The paused clock's automatic advance (`auto_advance.rs`): if a
+    /// timer is pending, calls `claim` (under the lock), moves the clock
+    /// to the next deadline and fires the timers due there; returns their
+    /// wakers for the caller to wake once it holds no lock. `None` if no
+    /// timer is pending.
+    pub(crate) fn jump_to_next_deadline(&self, claim: impl FnOnce()) -> Option<Vec<Waker>> {
+        let mut inner = self.lock();
+        let mut next = inner.wheel.next_expiration_tick()?;
+        claim();
+        let mut wakers = Vec::new();
+        loop {
+            let deadline = self
+                .start
+                .checked_add(Duration::from_millis(next))
+                .unwrap_or_else(|| pool_clock::add_saturating(self.start, Duration::MAX));
+            self.clock.advance_to(deadline);
+            let now = next.max(self.now_tick(self.now()));
+            // A slot of a higher level only moves its timers down (they
+            // fire later): go on to the next expiration until one fires.
+            if inner.wheel.process(now, |waker| wakers.push(waker)) > 0 {
+                break;
+            }
+            match inner.wheel.next_expiration_tick() {
+                Some(later) => next = later,
+                None => break,
+            }
+        }
+        self.publish_next(&inner);
+        Some(wakers)
+    }
+
+    /// The clock was resumed: a watcher that sleeps without a deadline
+    /// (the clock was paused) must look at the wheel again and sleep until
+    /// the next deadline in real time. Returns whom to wake.
+    pub(crate) fn clock_resumed(&self) -> WakeFor {
+        let inner = self.lock();
+        if inner.wheel.next_expiration_tick().is_none() {
+            return WakeFor::Nobody;
+        }
+        match inner.watcher {
+            Some((index, _)) => {
+                self.raise_interrupt();
+                WakeFor::Watcher(index)
+            }
+            None => WakeFor::VacantWatch,
+        }
     }
 }
 

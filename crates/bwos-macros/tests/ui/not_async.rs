@@ -1,0 +1,5 @@
+#[bwos::test]
+fn not_async() {}
+
+#[bwos::main]
+fn main() {}

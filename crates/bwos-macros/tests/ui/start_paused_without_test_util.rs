@@ -1,0 +1,4 @@
+#[bwos::test(start_paused = true)]
+async fn paused() {}
+
+fn main() {}
