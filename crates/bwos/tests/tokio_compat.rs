@@ -86,11 +86,12 @@ fn reqwest_gets_from_a_bwos_http_server() {
         // Requests the server answered on a bwos worker.
         let served_on_workers = Arc::new(AtomicUsize::new(0));
         let served = Arc::clone(&served_on_workers);
+        let executor = Executor::new(pool.handle());
         let (body, client_on_worker) = pool.block_on(async move {
             let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
             let address = listener.local_addr().unwrap();
             bwos::task::spawn(async move {
-                let builder = auto::Builder::new(Executor::default());
+                let builder = auto::Builder::new(executor);
                 loop {
                     let (stream, _) = listener.accept().await.unwrap();
                     let builder = builder.clone();
