@@ -47,7 +47,8 @@
 //! - `io` (default): [`net`], sockets on an epoll/kqueue/IOCP driver (mio)
 //!   that the idle workers park in.
 //! - `fork` (default): [`fork`], continuation stealing over futures.
-//! - `serde`: `Serialize` and `Deserialize` for [`PoolStats`].
+//! - `serde`: `Serialize` and `Deserialize` for [`PoolStats`] and
+//!   [`WorkerStats`].
 //! - `tokio-io`: tokio's `AsyncRead`/`AsyncWrite` on the [`net`] streams
 //!   (tokio's traits only, no tokio runtime), for
 //!   `hyper_util::rt::TokioIo` and other tokio-io code.
@@ -56,7 +57,7 @@
 //!   Every thread that runs pool work is inside a tokio runtime context:
 //!   the workers, the blocking threads, [`task::block_in_place`]'s
 //!   replacement threads, a pool's building thread, and the caller of
-//!   [`block_on`] while it polls. The context is one tokio runtime per
+//!   [`block_on`] for the duration of the call. The context is one tokio runtime per
 //!   process, a current-thread runtime started on first use. What runs
 //!   where:
 //!   - a bwos task (and a [`block_on`] future, a
@@ -84,6 +85,11 @@
 //!   panics with tokio's own message ("there is no reactor running, must
 //!   be called from the context of a Tokio 1.x runtime"), inside the task
 //!   that made it.
+//! - `test-util`: `time::{pause, resume, advance}`, a pool's clock that
+//!   tests pause and move by hand (tokio's test utilities, per pool); an
+//!   idle pool's paused clock jumps to the next deadline.
+//! - `macros`: `#[bwos::main]` and `#[bwos::test]` (`worker_threads = N`;
+//!   `start_paused = true` in tests, with `test-util`).
 //!
 //! # How it works
 //! Each worker owns a LIFO BWoS queue (`bwos-queue`): it pushes and pops

@@ -94,6 +94,13 @@ impl Future for HyperSleep {
 impl hyper::rt::Sleep for HyperSleep {}
 
 impl hyper::rt::Timer for Timer {
+    /// The current pool's clock, so that hyper's deadlines (header reads,
+    /// keep-alives) and the sleeps that end them read the same clock, also
+    /// while a test paused it (feature `test-util`).
+    fn now(&self) -> Instant {
+        crate::time::Instant::now().into_std()
+    }
+
     fn sleep(&self, duration: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
         Box::pin(HyperSleep(crate::time::sleep(duration)))
     }

@@ -39,7 +39,8 @@ pub(crate) const JOIN_SLACK: usize = 1;
 /// Runs `a` and `b`, potentially in parallel, and returns both results.
 ///
 /// `a` runs on the calling thread; `b` may be stolen by another worker of
-/// the pool. Called outside any pool, `join` runs in the global pool.
+/// the pool. Called outside any pool, `join` runs in the pool the thread
+/// entered (`Handle::enter`), else in the global pool.
 ///
 /// # Panics
 /// If either closure panics the other still runs to completion, then the

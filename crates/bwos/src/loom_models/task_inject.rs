@@ -49,6 +49,8 @@ impl crate::sched::task::inject::EntryQueue for ModelQueue {
     }
 
     fn len(&self) -> usize {
+        // Acquire: pairs with `push`'s Release store of the entry (a count
+        // for the gauges; nothing is read through it).
         self.slots
             .iter()
             .filter(|slot| slot.load(Ordering::Acquire) != 0)

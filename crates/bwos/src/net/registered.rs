@@ -22,7 +22,7 @@ pub(crate) struct Registered<S: Source> {
 
 impl<S: Source> Registered<S> {
     /// Registers `source` with the driver of the current pool (the calling
-    /// worker's, else the global pool's).
+    /// worker's, else the entered pool's, else the global pool's).
     pub(crate) fn new(source: S) -> io::Result<Self> {
         let driver = Registry::with_current(|registry| IoDriver::of(registry))?;
         Self::with_driver(source, driver)

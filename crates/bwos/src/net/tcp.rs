@@ -15,7 +15,8 @@ use super::split::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, WriteHalf};
 /// workers (no reactor thread).
 ///
 /// A socket belongs to the pool it was created on (the calling worker's,
-/// the pool a `block_on` polls for, or the global pool); any thread or
+/// the pool a `block_on` polls for or an `EnterGuard` entered, or the
+/// global pool); any thread or
 /// executor may await it. When that pool shuts down, waiting and later
 /// operations fail with an error.
 ///

@@ -51,7 +51,8 @@ pub fn current_thread_has_pending_tasks() -> Option<bool> {
 }
 
 /// The number of threads of the current pool: the pool of the calling
-/// worker, or the global pool (created if needed) outside pools.
+/// worker, else the pool the thread entered (a `block_on` poll, a blocking
+/// thread, an `EnterGuard`), else the global pool (created if needed).
 pub fn current_num_threads() -> usize {
     Registry::with_current(|registry| registry.num_threads())
 }

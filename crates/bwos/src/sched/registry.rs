@@ -898,8 +898,8 @@ impl Registry {
 }
 
 /// Runs `op` on the calling worker, or, from a thread outside every pool,
-/// on a worker of the global pool while the caller blocks; `op` learns
-/// which (`true`: it was injected into the global pool). The entry of the
+/// on a worker of the pool the thread entered, else of the global pool,
+/// while the caller blocks; `op` learns which (`true`: it was injected). The entry of the
 /// free functions (`join`, `scope`, ...) into the pools, as rayon-core's
 /// `registry::in_worker`.
 #[inline]

@@ -10,7 +10,8 @@ use crate::sched::job::{HeapJob, JobRef};
 use crate::sched::pool::ThreadPool;
 use crate::sched::registry::Registry;
 
-/// Runs `func` on the current pool (the global pool outside pools),
+/// Runs `func` on the current pool (the calling worker's, else the entered
+/// pool, else the global pool),
 /// detached: nobody waits for it, so it must be `'static`. A panic goes to
 /// the pool's panic handler ([`ThreadPoolBuilder::panic_handler`]); without
 /// one it is reported on stderr and counted in

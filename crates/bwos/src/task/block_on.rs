@@ -29,7 +29,8 @@ use crate::sched::registry::Registry;
 
 /// Runs `future` to completion on the calling thread and returns its
 /// output. Tasks, timers and sockets it creates belong to the current pool
-/// (the calling worker's pool, the global pool outside pools). Between
+/// (the calling worker's pool, else the pool the thread entered with an
+/// [`EnterGuard`](crate::EnterGuard), else the global pool). Between
 /// polls a thread outside the pools parks; a worker keeps running its
 /// pool's work. A panic in the future unwinds out of `block_on`.
 ///

@@ -13,7 +13,8 @@ use crate::sched::registry::Registry;
 use crate::sched::task::raw::{self, JoinHandle, Notified, Schedule};
 
 /// Runs `f` on a blocking thread of the current pool (the calling
-/// worker's, the pool whose blocking thread calls, else the global pool)
+/// worker's, the pool whose blocking thread calls or that the thread
+/// entered, else the global pool)
 /// and returns a handle to its result.
 ///
 /// Use it for work that blocks: file and other synchronous I/O, DNS

@@ -7,7 +7,9 @@
 //! until the next deadline (in the I/O driver's poll when it holds it);
 //! busy workers look every 61 tasks. There is no timer thread. A timer
 //! belongs to the current pool when it is created: the calling worker's,
-//! or the global pool's outside pools (as [`task::spawn`](crate::task::spawn)).
+//! else the pool the thread entered (a `block_on` poll, a blocking thread,
+//! an [`EnterGuard`](crate::EnterGuard)), else the global pool (as
+//! [`task::spawn`](crate::task::spawn)).
 //!
 //! Timers never fire early: a deadline is rounded up to the next
 //! millisecond. Dropping a [`Sleep`] (or a [`Timeout`], or an

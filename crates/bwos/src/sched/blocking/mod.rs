@@ -20,8 +20,9 @@
 //! When the pool's last worker stops, [`BlockingPool::shut_down`] cancels
 //! the entries that have not started (their handles report cancellation)
 //! and tells idle threads to exit; closures already running finish on
-//! their threads, which then exit. Nobody waits for them: dropping a pool
-//! does not block on a closure that may never return.
+//! their threads, which then exit. Dropping a pool does not wait for them
+//! (a closure may never return); `ThreadPool::shutdown_timeout` waits for
+//! them up to its timeout (`BlockingQueue::wait_for_threads`).
 
 pub(crate) mod queue;
 

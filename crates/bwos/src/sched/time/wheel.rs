@@ -277,6 +277,9 @@ impl Wheel {
     /// until removed, as fired ones do.
     pub(crate) fn close(&mut self, mut wake: impl FnMut(Waker)) {
         self.elapsed = CLOSED;
+        // Every timer fired: none is pending (`remove` finds them out of
+        // their slots and leaves the count alone).
+        self.pending = 0;
         for level in &mut self.levels {
             level.occupied = 0;
             level.heads = [NIL; SLOTS];
@@ -398,6 +401,7 @@ mod tests {
         wheel.close(|waker| woken.push(waker));
         assert!(wheel.is_closed());
         assert_eq!(woken.len(), 4, "the four pending timers");
+        assert_eq!(wheel.pending(), 0, "closed: nothing pending");
         woken.into_iter().for_each(Waker::wake);
         assert!(timers.iter().all(|&timer| wheel.has_fired(timer)));
         assert_eq!(wheel.next_expiration_tick(), None);
