@@ -195,7 +195,13 @@ fn shutdown_background_returns_at_once_and_the_rest_stops_on_its_own() {
             });
             job_has_started.recv().unwrap();
             let (release_closure, closure_gate) = mpsc::channel::<()>();
-            let closure = pool.spawn_blocking(move || closure_gate.recv().is_ok());
+            let (closure_started, closure_has_started) = mpsc::channel::<()>();
+            let closure = pool.spawn_blocking(move || {
+                closure_started.send(()).unwrap();
+                closure_gate.recv().is_ok()
+            });
+            // Running, not queued: shutdown cancels a queued closure.
+            closure_has_started.recv().unwrap();
             let pending = pool.spawn_task(std::future::pending::<()>());
             let handle = pool.handle();
             pool.shutdown_background();
