@@ -684,9 +684,14 @@ mod tests {
             assert!(table.contains(row), "{row} missing from\n{table}");
         }
         assert!(table.contains("never below rayon"), "{table}");
-        let json = serde_json::to_string(&samples[samples.len() - 1]).unwrap();
-        assert!(json.contains(r#""workload":"tree""#), "{json}");
-        assert!(json.contains(r#""storage":"array""#), "{json}");
+        let json = serde_json::to_string(&samples).unwrap();
+        for field in [
+            r#""workload":"spawn-tiny""#,
+            r#""workload":"loop","body_us":0.1,"bodies":64,"calls":"back-to-back""#,
+            r#""workload":"tree","storage":"array","shape":"skewed","nodes":63"#,
+        ] {
+            assert!(json.contains(field), "{field} missing from {json}");
+        }
     }
 
     #[test]
