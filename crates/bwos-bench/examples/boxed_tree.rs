@@ -9,8 +9,10 @@
 //! ```
 //!
 //! Arguments: threads (default 2), nodes (default 1,023), calls (default
-//! 100,000). `bwos-bench small --workload tree` measures the same shape
-//! against the peers.
+//! 100,000), and `entered` to enter the pool for each call (`install` from
+//! the main thread) instead of calling back to back inside one `install`.
+//! `bwos-bench small --workload tree` measures the same shapes against the
+//! peers.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -52,25 +54,35 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let threads: usize = args.next().map_or(Ok(2), |a| a.parse())?;
     let nodes: usize = args.next().map_or(Ok(1_023), |a| a.parse())?;
     let calls: u32 = args.next().map_or(Ok(100_000), |a| a.parse())?;
+    let entered = args.next().is_some_and(|a| a == "entered");
     let tree = build(&mut 0, nodes).ok_or("a tree needs a node")?;
     let expected = (nodes * (nodes - 1) / 2) as u64;
     let pool = bwos::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()?;
-    let parallel = pool.install(|| {
+    let parallel = if entered {
         let start = Instant::now();
         for _ in 0..calls {
-            assert_eq!(sum(black_box(&tree)), expected);
+            assert_eq!(pool.install(|| sum(black_box(&tree))), expected);
         }
         start.elapsed()
-    });
+    } else {
+        pool.install(|| {
+            let start = Instant::now();
+            for _ in 0..calls {
+                assert_eq!(sum(black_box(&tree)), expected);
+            }
+            start.elapsed()
+        })
+    };
     let start = Instant::now();
     for _ in 0..calls {
         assert_eq!(sum_serial(black_box(&tree)), expected);
     }
     let serial = start.elapsed();
     println!(
-        "{calls} sums of {nodes} boxed nodes: {threads} thread(s) {:.0} ns per call, serial {:.0} ns: {:.2}x serial",
+        "{calls} sums of {nodes} boxed nodes{}: {threads} thread(s) {:.0} ns per call, serial {:.0} ns: {:.2}x serial",
+        if entered { ", entered" } else { "" },
         parallel.as_nanos() as f64 / f64::from(calls),
         serial.as_nanos() as f64 / f64::from(calls),
         serial.as_secs_f64() / parallel.as_secs_f64()
