@@ -247,6 +247,11 @@ pub fn run(args: &SmallArgs) -> Vec<Sample> {
     let threads = args.threads.count as usize;
     let spin_per_us = calibrate_spin();
     eprintln!("small: a body of 1 us spins {spin_per_us} rounds");
+    println!(
+        "cache line round trip between two threads: {:.0} ns (median of 5; \
+         a steal moves several lines from the victim's core to the thief's and back)",
+        cache_line_round_trip_ns()
+    );
     let plan = plan(args, spin_per_us);
     eprintln!("small: {} points", plan.len());
     let mut samples = Vec::new();
@@ -410,6 +415,49 @@ fn measure(planned: &Planned, runtime: &str, threads: usize) -> f64 {
         }
         _ => unreachable!("a point's work matches its kind"),
     }
+}
+
+/// The time for one cache line to go from one thread to another and back
+/// (two threads take turns incrementing one counter), nanoseconds: the
+/// unit of every cross-core hand-off a runtime makes (a steal, a latch, a
+/// wake-up flag), and so of what splitting a tiny call can cost here.
+fn cache_line_round_trip_ns() -> f64 {
+    const TURNS: u64 = 20_000;
+    // Spins, yielding now and then: on a machine with a single free core
+    // the other thread may not run until this one gives the core up.
+    fn wait_for(counter: &AtomicU64, value: u64) {
+        let mut spins = 0u32;
+        while counter.load(Ordering::Acquire) != value {
+            spins += 1;
+            if spins.is_multiple_of(1024) {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
+    let mut timings: Vec<f64> = (0..5)
+        .map(|_| {
+            let counter = AtomicU64::new(0);
+            let counter = &counter;
+            let start = Instant::now();
+            std::thread::scope(|s| {
+                s.spawn(move || {
+                    for turn in 0..TURNS {
+                        wait_for(counter, 2 * turn + 1);
+                        counter.store(2 * turn + 2, Ordering::Release);
+                    }
+                });
+                for turn in 0..TURNS {
+                    counter.store(2 * turn + 1, Ordering::Release);
+                    wait_for(counter, 2 * turn + 2);
+                }
+            });
+            start.elapsed().as_secs_f64() * 1e9 / TURNS as f64
+        })
+        .collect();
+    timings.sort_by(f64::total_cmp);
+    timings[2]
 }
 
 /// Rounds of [`spin`] that take about a microsecond here (the median of
