@@ -64,10 +64,10 @@ enum Command {
     /// Timers (100,000 sleeping tasks, timeouts that fire and that do
     /// not) and spawn_blocking (10,000 short closures) on bwos and tokio.
     Services(services::ServicesArgs),
-    /// The smallest units of parallel work against the serial loop: a
-    /// million scope spawns of a tiny body, 100,000 of a ~1 us body, a
-    /// 1,023-node tree summed back to back and entered from outside; bwos,
-    /// rayon and chili.
+    /// The smallest units of parallel work against the serial loop: tiny
+    /// scope spawns, spawns and join loops of 0.1 to 10 us bodies, array
+    /// and boxed trees (balanced, skewed, 255 to 65,535 nodes) summed back
+    /// to back and entered from outside; bwos, rayon, chili, plain threads.
     Small(small::SmallArgs),
     /// rayon's parallel iterators on stock rayon-core and on the bwos
     /// drop-in (`crates/rayon-core`): seven programs, two builds, run
@@ -286,8 +286,7 @@ fn run_services(header: &header::Header, args: &services::ServicesArgs) -> std::
 fn run_small(header: &header::Header, args: &small::SmallArgs) -> std::io::Result<()> {
     let samples = small::run(args);
     print!("{}", small::tables(&samples, args.threads.count));
-    let no_plots = &options::PlotOption::default();
-    report::write_samples(header, &args.run, no_plots, &samples, |_, _| Ok(Vec::new()))
+    report::write_samples(header, &args.run, &args.plot, &samples, small::plots)
 }
 
 fn run_http(header: &header::Header, args: &http::HttpArgs) -> std::io::Result<()> {
@@ -428,6 +427,9 @@ mod tests {
             "bwos-bench latency --quick --json target/bench/latency.json --plot target/bench",
             "bwos-bench latency --workloads bursts,mixed-server --seconds 5 --light-rate 1000",
             "bwos-bench worklist --quick --json target/bench/worklist.json --plot target/bench",
+            "bwos-bench small --quick --json target/bench/small.json --plot target/bench",
+            "bwos-bench small --workload tree --storage boxed --nodes 1023 --calls back-to-back",
+            "bwos-bench small --body-us 0.1,1 --shape skewed --serial-ms 20",
             "bwos-bench report --plot target/report",
             "bwos-bench report --quick",
             "bwos-bench report --json target/report/queue.json",

@@ -29,6 +29,41 @@ fn thousands_of_borrowing_spawns_each_run_once() {
     });
 }
 
+/// Spawns far past a tiny queue's capacity (four jobs), on the owner and
+/// from spawned jobs: after a push finds the queue full, the next jobs go
+/// to the injector without trying the queue (`push_or_inject`), and every
+/// one of them must still run once. Catches: the skipping branch of
+/// `WorkerThread::push_or_inject` returning without injecting the job
+/// (the scope then waits forever, and the watchdog fails the test).
+#[test]
+fn spawns_past_a_full_queue_each_run_once() {
+    watchdog("spawns_past_a_full_queue_each_run_once", || {
+        for threads in [1, 2] {
+            let pool = bwos::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .queue_config(bwos::QueueConfig::new(2, 2).unwrap())
+                .build()
+                .unwrap();
+            let runs: Vec<AtomicUsize> = (0..5_000).map(|_| AtomicUsize::new(0)).collect();
+            let runs = &runs[..];
+            pool.scope(|s| {
+                for chunk in runs.chunks(100) {
+                    s.spawn(move |s| {
+                        for run in chunk {
+                            s.spawn(move |_| {
+                                run.fetch_add(1, Ordering::Relaxed);
+                            });
+                        }
+                    });
+                }
+            });
+            for (i, run) in runs.iter().enumerate() {
+                assert_eq!(run.load(Ordering::Relaxed), 1, "job {i}, {threads} threads");
+            }
+        }
+    });
+}
+
 /// A spawn tree: every task spawns two more down to a depth, from whatever
 /// thread it runs on, so most spawns happen off the owner's thread or
 /// after the body ended.

@@ -115,6 +115,11 @@ const MAX_SERVING_DEPTH: u8 = 3;
 /// share (see "Backing off" in the module docs).
 const MAX_OFFER_BACKOFF: u32 = 63;
 
+/// Jobs [`WorkerThread::push_or_inject`] injects without trying the local
+/// queue after finding it full: a block's worth, about what one steal by a
+/// thief frees.
+const FULL_QUEUE_SKIP: u32 = super::queues::QUEUE_BLOCK_SIZE as u32;
+
 thread_local! {
     /// The worker running on this thread, or null.
     static CURRENT: Cell<*const WorkerThread> = const { Cell::new(ptr::null()) };
@@ -186,6 +191,9 @@ pub(crate) struct WorkerThread {
     /// The current skip length: doubles (plus one) with every offer in a
     /// row that could not share, up to [`MAX_OFFER_BACKOFF`].
     offer_backoff: Cell<u32>,
+    /// Jobs `push_or_inject` still sends to the injector without trying the
+    /// local queue, which it last found full.
+    full_queue_skip: Cell<u32>,
     /// The lowest stack address `fork` lets a nested poll reach before it
     /// moves to a fresh stack segment (`fork/mod.rs`): one comparison per
     /// fork instead of a thread-local lookup (see `stack::stack_limit_here`
@@ -494,10 +502,25 @@ impl WorkerThread {
 
     /// Pushes `job` locally, or injects it into the pool when the local
     /// queue is full: the job is never lost.
+    ///
+    /// A full queue stays full while thieves drain the blocks below (a
+    /// loop of spawns outruns them): after a push that found it full, the
+    /// next [`FULL_QUEUE_SKIP`] jobs go to the injector without trying.
+    /// Each try walks the owner's slow path up to the block it cannot
+    /// reuse and reads that block's counter, which thieves write: 65
+    /// instructions and often a cache miss per spawn, a seventh of what an
+    /// overflowing spawn cost (callgrind, `examples/scope_spawns.rs`).
+    #[inline]
     pub(crate) fn push_or_inject(&self, job: JobRef) {
-        if !self.push(job) {
-            self.registry.inject(job);
+        let skip = self.full_queue_skip.get();
+        if skip > 0 {
+            self.full_queue_skip.set(skip - 1);
+        } else if self.push(job) {
+            return;
+        } else {
+            self.full_queue_skip.set(FULL_QUEUE_SKIP);
         }
+        self.registry.inject(job);
     }
 
     /// Counts one fork/join job (a `join`, a job taken from a queue): every
@@ -1043,6 +1066,7 @@ impl WorkerThread {
                 || settings.steal.policy == StealPolicy::Topology,
             offer_skip: Cell::new(0),
             offer_backoff: Cell::new(0),
+            full_queue_skip: Cell::new(0),
             #[cfg(feature = "fork")]
             stack_limit: Cell::new(super::stack::stack_limit_here()),
             building_thread,
