@@ -238,25 +238,19 @@ impl WorkerThread {
     /// and the rest use the entered pool, as on a thread outside the
     /// pools. Costs nothing on the paths that look for the worker.
     pub(crate) fn hide_unless_in(entered: *const Registry) {
-        let worker = match CURRENT.with(Cell::get) {
-            shown if !shown.is_null() => shown,
-            _ => HIDDEN.with(Cell::get),
-        };
-        // SAFETY: a non-null `CURRENT` is live (see `with_current`), and so
-        // is a non-null `HIDDEN`: it is only set here, from a live worker
-        // of this thread, and cleared where the thread stops being that
-        // worker (`forget_hidden`), before the worker goes.
-        let Some(worker) = (unsafe { worker.as_ref() }) else {
-            return;
-        };
-        let own_pool = Arc::as_ptr(&worker.registry);
-        if entered.is_null() || ptr::eq(entered, own_pool) {
-            HIDDEN.with(|hidden| hidden.set(ptr::null()));
-            CURRENT.with(|current| current.set(worker));
-        } else {
-            CURRENT.with(|current| current.set(ptr::null()));
-            HIDDEN.with(|hidden| hidden.set(worker));
-        }
+        Self::with_own(|worker| {
+            let Some(worker) = worker else {
+                return;
+            };
+            let own_pool = Arc::as_ptr(&worker.registry);
+            if entered.is_null() || ptr::eq(entered, own_pool) {
+                HIDDEN.with(|hidden| hidden.set(ptr::null()));
+                CURRENT.with(|current| current.set(worker));
+            } else {
+                CURRENT.with(|current| current.set(ptr::null()));
+                HIDDEN.with(|hidden| hidden.set(worker));
+            }
+        });
     }
 
     /// Calls `f` with the calling thread's worker, shown or hidden by an
@@ -268,7 +262,11 @@ impl WorkerThread {
             shown if !shown.is_null() => shown,
             _ => HIDDEN.with(Cell::get),
         };
-        // SAFETY: as in `hide_unless_in`; `f` cannot keep the borrow.
+        // SAFETY: a non-null `CURRENT` is live (see `with_current`), and so
+        // is a non-null `HIDDEN`: it is only set by `hide_unless_in`, from a
+        // live worker of this thread, and cleared where the thread stops
+        // being that worker (`forget_hidden`), before the worker goes. `f`
+        // cannot keep the borrow.
         f(unsafe { worker.as_ref() })
     }
 
