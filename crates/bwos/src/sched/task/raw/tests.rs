@@ -175,8 +175,15 @@ fn abort_before_the_first_poll_cancels() {
     assert_eq!(format!("{error:?}"), "JoinError::Cancelled");
 }
 
-#[test]
-fn abort_of_a_waiting_task_queues_its_cancellation() {
+/// A task's future that parks its waker in `parked` on its first poll and
+/// counts its drop in `drops`, with the queue to spawn it on.
+#[allow(clippy::type_complexity)]
+fn waiting_task() -> (
+    Arc<Queue>,
+    Arc<Mutex<Option<Waker>>>,
+    Arc<AtomicUsize>,
+    impl Future<Output = usize> + Send + 'static,
+) {
     let queue = Arc::new(Queue::default());
     let parked = Arc::new(Mutex::new(None));
     let drops = Arc::new(AtomicUsize::new(0));
@@ -188,6 +195,12 @@ fn abort_of_a_waiting_task_queues_its_cancellation() {
         },
         _guard: DropCounter(drops.clone()),
     };
+    (queue, parked, drops, future)
+}
+
+#[test]
+fn abort_of_a_waiting_task_queues_its_cancellation() {
+    let (queue, parked, drops, future) = waiting_task();
     let (task, mut handle) = spawn(future, queue.clone());
     task.run();
     assert_eq!(queue.run_all(), 0, "the task waits for its waker");
@@ -205,17 +218,7 @@ fn abort_of_a_waiting_task_queues_its_cancellation() {
 // while the handles still point to it, and the count check underflows).
 #[test]
 fn abort_handles_cancel_a_waiting_task_and_outlive_it() {
-    let queue = Arc::new(Queue::default());
-    let parked = Arc::new(Mutex::new(None));
-    let drops = Arc::new(AtomicUsize::new(0));
-    let future = CountDown {
-        left: 1,
-        park: {
-            let parked = parked.clone();
-            move |waker| *parked.lock().unwrap() = Some(waker)
-        },
-        _guard: DropCounter(drops.clone()),
-    };
+    let (queue, parked, drops, future) = waiting_task();
     let (task, mut handle) = spawn(future, queue.clone());
     let abort = handle.abort_handle();
     let clones: Vec<_> = (0..3).map(|_| abort.clone()).collect();
