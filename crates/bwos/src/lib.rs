@@ -1,5 +1,34 @@
-//! A work-stealing runtime on BWoS queues, with the fork/join API of
-//! rayon-core: porting is a rename.
+//! A work-stealing runtime on BWoS queues: rayon's fork/join, tokio-style
+//! async tasks with timers and sockets, on one pool of workers.
+//!
+//! **Coming from rayon**: your program runs on bwos unchanged, through the
+//! `rayon-core` drop-in of this crate's repository. Add to its
+//! `Cargo.toml`, then `cargo update -p rayon-core` (the repository's
+//! `docs/rayon.md` says what to expect and the known cliffs):
+//!
+//! ```toml
+//! [patch.crates-io]
+//! rayon-core = { path = "../bwos/crates/rayon-core" }
+//! ```
+//!
+//! **Coming from tokio**: [`block_on`] is the entry point, where tokio has
+//! `#[tokio::main]` or `Runtime::block_on`; tasks, timers and sockets keep
+//! tokio's names:
+//!
+//! ```
+//! use std::time::Duration;
+//!
+//! let answer = bwos::block_on(async {
+//!     let task = bwos::task::spawn(async {
+//!         bwos::time::sleep(Duration::from_millis(1)).await;
+//!         6 * 7
+//!     });
+//!     task.await.expect("the task does not panic")
+//! });
+//! assert_eq!(answer, 42);
+//! ```
+//!
+//! **Fork/join**, with rayon-core's API (porting is a rename):
 //!
 //! ```
 //! fn sum(values: &[u64]) -> u64 {
@@ -328,3 +357,12 @@ mod loom_models;
 #[cfg(all(doctest, not(bwos_loom)))]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+
+/// The repository README's recipes (fork/join, async, work lists, the queue
+/// alone), compiled and run as doc tests: a newcomer copies them as
+/// written. Only in the repository: the published crate has no
+/// `../../../README.md`, and `cfg(doctest)` keeps it out of every other
+/// build.
+#[cfg(all(doctest, not(bwos_loom)))]
+#[doc = include_str!("../../../README.md")]
+struct RepositoryReadmeDoctests;
