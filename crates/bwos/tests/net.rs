@@ -202,6 +202,9 @@ fn connecting_to_a_closed_port_fails() {
     });
 }
 
+// Mutation caught: `ThreadLatch::for_current_thread` waking a worker waiter
+// as a plain thread (`Waiter::Thread`: an unpark, which does not interrupt
+// the driver's poll): the first round never ends, the watchdog fails it.
 /// A worker waiting for another pool's work keeps running its own pool's
 /// work, and falls asleep where its pool's idle workers sleep: in the I/O
 /// driver once the pool has one. The other pool's worker that finishes
@@ -219,30 +222,36 @@ fn a_worker_waiting_for_another_pool_wakes_in_its_io_driver() {
             let listener = waiting_pool
                 .block_on(TcpListener::bind(loopback()))
                 .unwrap();
-            // Long enough for the waiter to pass its sleep threshold and
-            // block in the driver.
-            let work = |round: u64| {
-                std::thread::sleep(Duration::from_millis(30));
+            // The work finishes only once the waiter has fallen asleep
+            // again (in the driver), so that every round tests a wake-up
+            // there, however slow the machine (a fixed delay was too short
+            // under AddressSanitizer on a loaded machine). A waiter that
+            // never sleeps again hangs the round: the watchdog fails it.
+            // (The count is read before the round starts: the waiter may
+            // fall asleep before the working pool picks up the work.)
+            let work = |round: u64, sleeps_before: u64| {
+                while waiting_pool.stats().sleeps == sleeps_before {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
                 round
             };
             for round in 0..10u64 {
+                let sleeps = waiting_pool.stats().sleeps;
                 // Even rounds wait in `install`, odd ones for a scope of
                 // the other pool run in place (its spawned job runs there).
                 let got = waiting_pool.install(|| {
                     if round % 2 == 0 {
-                        working_pool.install(|| work(round))
+                        working_pool.install(|| work(round, sleeps))
                     } else {
                         let mut got = 0;
-                        working_pool.in_place_scope(|scope| scope.spawn(|_| got = work(round)));
+                        working_pool
+                            .in_place_scope(|scope| scope.spawn(|_| got = work(round, sleeps)));
                         got
                     }
                 });
                 assert_eq!(got, round);
             }
-            assert!(
-                waiting_pool.stats().sleeps > 0,
-                "the waiting worker never slept, so the test did not test the wake-up"
-            );
+            assert!(waiting_pool.stats().sleeps >= 10, "a sleep per round");
             drop(listener);
         },
     );
