@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# The whole test suite: unit, property, drop, stress and doc tests; the loom
+# The whole test suite: the docs' paths; unit, property, drop, stress and doc tests; the loom
 # models of the queue protocol and of the runtime's protocol cores; the
 # queue's tests under Miri; ThreadSanitizer and AddressSanitizer over the
 # threaded tests; rayon's own test suite run on the rayon-core
 # drop-in.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+echo "== docs: every path they name exists, docs/layout.md names every file, the lists that claim to be whole are (seconds)"
+cargo test -p bwos-testkit --test docs
 
 echo "== cargo test: unit, property, drop, stress and doc tests"
 cargo test --workspace --all-features
