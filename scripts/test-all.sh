@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The whole test suite: the docs' paths; unit, property, drop, stress and doc tests; the loom
-# models of the queue protocol and of the runtime's protocol cores; the
-# queue's tests under Miri; ThreadSanitizer and AddressSanitizer over the
-# threaded tests; rayon's own test suite run on the rayon-core
-# drop-in.
+# The whole test suite: the docs' paths; unit, property, drop, stress and
+# doc tests; the loom models of the queue protocol and of the runtime's
+# protocol cores; the queue's tests under Miri; ThreadSanitizer and
+# AddressSanitizer over the threaded tests; rayon's own test suite run on
+# the rayon-core drop-in.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,7 +33,7 @@ echo "== loom models of peers' real queue bugs, replayed on BWoS: stdexec #1967 
 RUSTFLAGS="--cfg bwos_loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p bwos-queue --release --test loom_regressions -- --test-threads 1
 
-echo "== loom models of the runtime: latch, Nowa scope counter, sleep, task state, work list, timers, paused clock, blocking queue (seconds)"
+echo "== loom models of the runtime: one a protocol in crates/bwos/src/loom_models/ (seconds)"
 RUSTFLAGS="--cfg bwos_loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p bwos --release --lib -- --test-threads 1
 

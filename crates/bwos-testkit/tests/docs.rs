@@ -47,13 +47,13 @@
 //!
 //! # It fails
 //! The fixtures below run the check on made-up trees and docs and assert
-//! what it reports. Mutation, run on the real repository: writing
-//! `worklist/core.rs` back into `ARCHITECTURE.md` (the file is
-//! `spill.rs`) fails `named_paths_exist` with
-//! `ARCHITECTURE.md:90: \`core.rs\`` (looked for
-//! `crates/bwos/src/worklist/core.rs`, ...); deleting the `net.rs` line
-//! from `docs/layout.md` fails `layout_names_every_file` with
-//! `crates/bwos/tests/net.rs`.
+//! what it reports. Mutation, run on the real repository: writing the old
+//! name `core.rs` back into the `worklist/` row of `ARCHITECTURE.md`'s
+//! front-end table (the file is `spill.rs`) fails `named_paths_exist` with
+//! "ARCHITECTURE.md:91: \`core.rs\` (looked for
+//! crates/bwos/src/worklist/core.rs, ...)"; taking the name `net.rs` out
+//! of `docs/layout.md` fails `layout_names_every_file` with
+//! "docs/layout.md does not name 1 files: crates/bwos/tests/net.rs".
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
