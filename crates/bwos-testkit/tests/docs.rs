@@ -612,6 +612,8 @@ fn stale(file: &str, text: &str, tree: &Tree) -> Vec<(usize, String)> {
         .collect()
 }
 
+// Mutation caught: `Tree::exists` looking only at directories (a file
+// path never found) reports the two good names too.
 #[test]
 fn a_stale_name_is_reported_with_its_line_and_a_good_one_is_not() {
     let tree = fixture_tree();
@@ -624,6 +626,8 @@ fn a_stale_name_is_reported_with_its_line_and_a_good_one_is_not() {
     );
 }
 
+// Mutation caught: headings that give no directory (`headings.push((level,
+// Vec::new()))`) report `latch.rs` on line 2.
 #[test]
 fn headings_and_table_rows_give_bare_names_their_directory() {
     let tree = fixture_tree();
@@ -644,19 +648,25 @@ fn headings_and_table_rows_give_bare_names_their_directory() {
     assert_eq!(named[1].as_deref(), Some("crates/rt/src/sched/latch.rs"));
 }
 
+// Mutation caught: reading every `//!` line of a file rather than its
+// leading block reports the made-up name in the string on line 5.
 #[test]
 fn module_docs_resolve_from_their_module_and_crate() {
     let tree = fixture_tree();
     let source = "//! The hand-over is in `spill.rs`; the latch in `sched/latch.rs`,\n\
                   //! the tests in `tests/net.rs`, not in `tests/io.rs`.\n\
                   // `not/a/module/doc.rs`\n\
-                  fn f() {}\n";
+                  const DOC: &str = \"\n\
+                  //! `not/a/module/doc/either.rs`\";\n";
     assert_eq!(
         stale("crates/rt/src/worklist/mod.rs", source, &tree),
         [(2, "tests/io.rs".to_owned())]
     );
 }
 
+// Mutation caught: links resolved from the repository root
+// (`join("", target)`) let the broken `ARCHITECTURE.md` link from `docs/`
+// pass.
 #[test]
 fn links_resolve_from_the_linking_file_only() {
     let tree = fixture_tree();
@@ -668,6 +678,7 @@ fn links_resolve_from_the_linking_file_only() {
     );
 }
 
+// Mutation caught: fences not skipped reports `gone/file.rs` on line 3.
 #[test]
 fn code_blocks_absolute_paths_and_other_projects_paths_are_not_checked() {
     let tree = fixture_tree();
@@ -682,6 +693,9 @@ fn code_blocks_absolute_paths_and_other_projects_paths_are_not_checked() {
     );
 }
 
+// Mutation caught: a heading's directory resolved without the headings
+// above it (`resolve_dirs(.., &[])`) leaves `sched/` unresolved (it is
+// `crates/rt/src/sched/`), so the two sched files count as missing.
 #[test]
 fn layout_coverage_counts_the_files_a_name_resolves_to() {
     let tree = fixture_tree();
@@ -707,6 +721,8 @@ fn layout_coverage_counts_the_files_a_name_resolves_to() {
     );
 }
 
+// Mutation caught: a paragraph's directories kept past its blank line
+// let `spill.rs` on line 3 resolve.
 #[test]
 fn a_bare_name_may_follow_a_path_of_its_directory_in_its_paragraph() {
     let tree = fixture_tree();
