@@ -627,11 +627,12 @@ fn a_stale_name_is_reported_with_its_line_and_a_good_one_is_not() {
 }
 
 // Mutation caught: headings that give no directory (`headings.push((level,
-// Vec::new()))`) report `latch.rs` on line 2.
+// Vec::new()))`) report `latch.rs` on line 3.
 #[test]
 fn headings_and_table_rows_give_bare_names_their_directory() {
     let tree = fixture_tree();
     let doc = "## `crates/rt/src/sched/`\n\
+               \n\
                - `latch.rs`: latches\n\
                - `spill.rs`: not here\n\
                ## Front ends\n\
@@ -639,7 +640,7 @@ fn headings_and_table_rows_give_bare_names_their_directory() {
                | `sched/` | `spill.rs` |\n";
     assert_eq!(
         stale("ARCHITECTURE.md", doc, &tree),
-        [(3, "spill.rs".to_owned()), (6, "spill.rs".to_owned())]
+        [(4, "spill.rs".to_owned()), (7, "spill.rs".to_owned())]
     );
     let named: Vec<Option<String>> = names_in("ARCHITECTURE.md", doc, &tree)
         .iter()
@@ -694,15 +695,29 @@ fn code_blocks_absolute_paths_and_other_projects_paths_are_not_checked() {
 }
 
 // Mutation caught: a heading's directory resolved without the headings
-// above it (`resolve_dirs(.., &[])`) leaves `sched/` unresolved (it is
-// `crates/rt/src/sched/`), so the two sched files count as missing.
+// above it (`resolve_dirs(.., &[])`) takes `task/` for `crates/rt/src/task/`
+// rather than `crates/rt/src/sched/task/`, so `raw.rs` counts as missing.
 #[test]
 fn layout_coverage_counts_the_files_a_name_resolves_to() {
-    let tree = fixture_tree();
+    let tree = Tree::new(
+        [
+            "crates/rt/Cargo.toml",
+            "crates/rt/src/lib.rs",
+            "crates/rt/src/sched/mod.rs",
+            "crates/rt/src/sched/task/raw.rs",
+            "crates/rt/src/task/mod.rs",
+        ]
+        .map(str::to_owned),
+    );
     let doc = "## `crates/rt/src/`\n\
+               \n\
                `lib.rs`\n\
                ### `sched/`\n\
-               `mod.rs`, `latch.rs`\n";
+               \n\
+               `mod.rs`\n\
+               #### `task/`\n\
+               \n\
+               `raw.rs`\n";
     let named: BTreeSet<String> = names_in(LAYOUT, doc, &tree)
         .iter()
         .filter_map(|name| name.resolved(&tree))
@@ -712,13 +727,7 @@ fn layout_coverage_counts_the_files_a_name_resolves_to() {
         .iter()
         .filter(|file| file.starts_with("crates/rt/src/") && !named.contains(*file))
         .collect();
-    assert_eq!(
-        missing,
-        [
-            "crates/rt/src/worklist/mod.rs",
-            "crates/rt/src/worklist/spill.rs"
-        ]
-    );
+    assert_eq!(missing, ["crates/rt/src/task/mod.rs"]);
 }
 
 // Mutation caught: a paragraph's directories kept past its blank line
