@@ -251,6 +251,8 @@ fn malformed(path: &Path, what: &str) -> io::Error {
 mod tests {
     use super::*;
 
+    // Mutation caught: a missing `/proc/self/status` field read as 0
+    // (`.unwrap_or(0)` for the error) passes `NoSuchField`.
     #[test]
     fn proc_tells_memory_threads_and_descriptors() {
         // Other tests of this binary open and close descriptors and start
@@ -269,6 +271,8 @@ mod tests {
         assert!(error.to_string().contains("NoSuchField"), "{error}");
     }
 
+    // Mutation caught: `tasks_named` comparing the whole `comm` (which ends
+    // in a newline) with the prefix finds no thread and fails after 30 s.
     #[test]
     fn a_named_thread_is_found_by_name_and_its_cpu_time_read() {
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
@@ -290,6 +294,8 @@ mod tests {
         thread.join().unwrap().unwrap_err();
     }
 
+    // Mutation caught: the address taken for the port (`nth(0)`) finds no
+    // socket, and the watchdog fails the test.
     #[test]
     fn proc_net_tcp_shows_both_ends_of_a_connection_and_unread_bytes() {
         use std::io::Write;
