@@ -604,26 +604,30 @@ fn fixture_tree() -> Tree {
     )
 }
 
-fn stale(file: &str, text: &str, tree: &Tree) -> Vec<(usize, String)> {
-    names_in(file, text, tree)
+/// Asserts that `text`, as `file` of the fixture tree, names exactly the
+/// `expected` stale names (line, name).
+fn assert_stale(file: &str, text: &str, expected: &[(usize, &str)]) {
+    let tree = fixture_tree();
+    let stale: Vec<(usize, String)> = names_in(file, text, &tree)
         .into_iter()
-        .filter(|name| name.resolved(tree).is_none())
+        .filter(|name| name.resolved(&tree).is_none())
         .map(|name| (name.line, name.text))
-        .collect()
+        .collect();
+    let expected: Vec<(usize, String)> = expected
+        .iter()
+        .map(|&(line, name)| (line, name.to_owned()))
+        .collect();
+    assert_eq!(stale, expected, "stale names of {file}");
 }
 
 // Mutation caught: `Tree::exists` looking only at directories (a file
 // path never found) reports the two good names too.
 #[test]
 fn a_stale_name_is_reported_with_its_line_and_a_good_one_is_not() {
-    let tree = fixture_tree();
     let doc = "# Map\n\
                `worklist/spill.rs` holds the protocol; `sched/latch.rs` too.\n\
                `worklist/core.rs` is gone.\n";
-    assert_eq!(
-        stale("ARCHITECTURE.md", doc, &tree),
-        [(3, "worklist/core.rs".to_owned())]
-    );
+    assert_stale("ARCHITECTURE.md", doc, &[(3, "worklist/core.rs")]);
 }
 
 // Mutation caught: headings that give no directory (`headings.push((level,
@@ -638,10 +642,7 @@ fn headings_and_table_rows_give_bare_names_their_directory() {
                ## Front ends\n\
                | `worklist/` | `spill.rs` |\n\
                | `sched/` | `spill.rs` |\n";
-    assert_eq!(
-        stale("ARCHITECTURE.md", doc, &tree),
-        [(4, "spill.rs".to_owned()), (7, "spill.rs".to_owned())]
-    );
+    assert_stale("ARCHITECTURE.md", doc, &[(4, "spill.rs"), (7, "spill.rs")]);
     let named: Vec<Option<String>> = names_in("ARCHITECTURE.md", doc, &tree)
         .iter()
         .map(|name| name.resolved(&tree))
@@ -653,15 +654,15 @@ fn headings_and_table_rows_give_bare_names_their_directory() {
 // leading block reports the made-up name in the string on line 5.
 #[test]
 fn module_docs_resolve_from_their_module_and_crate() {
-    let tree = fixture_tree();
     let source = "//! The hand-over is in `spill.rs`; the latch in `sched/latch.rs`,\n\
                   //! the tests in `tests/net.rs`, not in `tests/io.rs`.\n\
                   // `not/a/module/doc.rs`\n\
                   const DOC: &str = \"\n\
                   //! `not/a/module/doc/either.rs`\";\n";
-    assert_eq!(
-        stale("crates/rt/src/worklist/mod.rs", source, &tree),
-        [(2, "tests/io.rs".to_owned())]
+    assert_stale(
+        "crates/rt/src/worklist/mod.rs",
+        source,
+        &[(2, "tests/io.rs")],
     );
 }
 
@@ -670,28 +671,20 @@ fn module_docs_resolve_from_their_module_and_crate() {
 // pass.
 #[test]
 fn links_resolve_from_the_linking_file_only() {
-    let tree = fixture_tree();
     let doc = "[map](ARCHITECTURE.md), [map](../ARCHITECTURE.md#layers), \
                [site](https://example.com/x.md)\n";
-    assert_eq!(
-        stale("docs/layout.md", doc, &tree),
-        [(1, "ARCHITECTURE.md".to_owned())]
-    );
+    assert_stale("docs/layout.md", doc, &[(1, "ARCHITECTURE.md")]);
 }
 
 // Mutation caught: fences not skipped reports `gone/file.rs` on line 3.
 #[test]
 fn code_blocks_absolute_paths_and_other_projects_paths_are_not_checked() {
-    let tree = fixture_tree();
     let doc = "tokio's `runtime/task`, `/proc/self/fd`, `target/release/x`\n\
                ```sh\n\
                `gone/file.rs`\n\
                ```\n\
                `crates/*/src/lib.rs` and `crates/*/src/nothing.rs`\n";
-    assert_eq!(
-        stale("docs/layout.md", doc, &tree),
-        [(5, "crates/*/src/nothing.rs".to_owned())]
-    );
+    assert_stale("docs/layout.md", doc, &[(5, "crates/*/src/nothing.rs")]);
 }
 
 // Mutation caught: a heading's directory resolved without the headings
@@ -734,12 +727,8 @@ fn layout_coverage_counts_the_files_a_name_resolves_to() {
 // let `spill.rs` on line 3 resolve.
 #[test]
 fn a_bare_name_may_follow_a_path_of_its_directory_in_its_paragraph() {
-    let tree = fixture_tree();
     let doc = "`crates/rt/src/worklist/mod.rs` runs a list, `spill.rs` hands over.\n\
                \n\
                A new paragraph: `spill.rs` is nowhere near.\n";
-    assert_eq!(
-        stale("ARCHITECTURE.md", doc, &tree),
-        [(3, "spill.rs".to_owned())]
-    );
+    assert_stale("ARCHITECTURE.md", doc, &[(3, "spill.rs")]);
 }
