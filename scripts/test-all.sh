@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The whole test suite: unit, property, drop, stress and doc tests; the loom
-# models of the queue protocol and of the runtime's protocol cores; the
-# queue's tests under Miri; ThreadSanitizer and AddressSanitizer over the
-# threaded tests; rayon's own test suite run on the rayon-core
-# drop-in.
+# The whole test suite: the docs' paths; unit, property, drop, stress and
+# doc tests; the loom models of the queue protocol and of the runtime's
+# protocol cores; the queue's tests under Miri; ThreadSanitizer and
+# AddressSanitizer over the threaded tests; rayon's own test suite run on
+# the rayon-core drop-in.
 #
 # `--quick`: the tier for a contributor who changed a few files: formatting,
 # clippy, `cargo test --workspace --all-features` and the examples (built
@@ -20,6 +20,9 @@ case "${1:-}" in
         exit 2
         ;;
 esac
+
+echo "== docs: every path they name exists, docs/layout.md names every file, the lists that claim to be whole are (seconds)"
+cargo test -p bwos-testkit --test docs
 
 if $quick; then
     echo "== quick tier: formatting"
@@ -57,7 +60,7 @@ echo "== loom models of peers' real queue bugs, replayed on BWoS: stdexec #1967 
 RUSTFLAGS="--cfg bwos_loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p bwos-queue --release --test loom_regressions -- --test-threads 1
 
-echo "== loom models of the runtime: latch, Nowa scope counter, sleep, task state, work list, timers, paused clock, blocking queue (seconds)"
+echo "== loom models of the runtime: one a protocol in crates/bwos/src/loom_models/ (seconds)"
 RUSTFLAGS="--cfg bwos_loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p bwos --release --lib -- --test-threads 1
 

@@ -8,14 +8,8 @@
 use bwos_queue::{Config, fifo, lifo};
 
 /// The anonymous resident memory of this process, in KiB.
-fn resident_anonymous_kib() -> usize {
-    let status = std::fs::read_to_string("/proc/self/status").expect("Linux /proc");
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("RssAnon:"))
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|kib| kib.parse().ok())
-        .expect("RssAnon in /proc/self/status")
+fn resident_anonymous_kib() -> u64 {
+    bwos_testkit::proc::status_kib("RssAnon").unwrap()
 }
 
 /// The runtime's geometry (32 blocks of 32 entries) with items of two

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 
 use bwos_queue::{Config, Steal};
+use bwos_testkit::Rng;
 
 const THIEVES: usize = 3;
 
@@ -20,18 +21,6 @@ fn items() -> u32 {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(default)
-}
-
-/// A tiny xorshift generator: the operation mix needs no quality.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
 }
 
 /// Checks that `outputs` together hold every value below `n` exactly once.
@@ -75,15 +64,15 @@ macro_rules! stress_tests {
                         let done = done.clone();
                         thread::spawn(move || {
                             let (own, _) = $variant::new::<u32>(config);
-                            let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (t as u64 + 1));
+                            let mut rng = Rng::with_seed(0x9E37_79B9_7F4A_7C15 ^ (t as u64 + 1));
                             let mut out = Vec::new();
                             loop {
                                 // Read before stealing: once the owner is done and
                                 // the queue reads empty, nothing can appear later.
                                 let finished = done.load(Ordering::Acquire);
-                                let result = match rng.next() % 4 {
+                                let result = match rng.u64(..) % 4 {
                                     0 => stealer.steal_batch_and_pop(&own),
-                                    1 => stealer.steal_sampled(rng.next() as usize),
+                                    1 => stealer.steal_sampled(rng.u64(..) as usize),
                                     _ => stealer.steal(),
                                 };
                                 match result {
@@ -101,13 +90,13 @@ macro_rules! stress_tests {
                     })
                     .collect();
 
-                let mut rng = Rng(0xD1B5_4A32_D192_ED03);
+                let mut rng = Rng::with_seed(0xD1B5_4A32_D192_ED03);
                 let mut out = Vec::new();
                 let mut next = 0;
                 let mut refused = 0u64;
                 let mut shares = 0u64;
                 while next < n {
-                    let choice = rng.next();
+                    let choice = rng.u64(..);
                     // As a runtime does before polling a task while other
                     // workers are idle.
                     if share_now && choice % 64 < 8 && worker.share() {

@@ -30,6 +30,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use bwos_queue::{Config, Steal};
+use bwos_testkit::Rng;
 
 /// The last round before the 40-bit round counter wraps to 0.
 const LAST_ROUND: u64 = (1 << 40) - 1;
@@ -51,18 +52,6 @@ fn budget() -> Duration {
         .and_then(|s| s.parse().ok())
         .unwrap_or(1500);
     Duration::from_millis(ms)
-}
-
-/// A tiny xorshift generator: the operation mix needs no quality.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
 }
 
 /// How a thief steals.
@@ -149,18 +138,19 @@ macro_rules! flavor {
                     })
                     .collect();
 
-                let mut rng = Rng(0xD1B5_4A32_D192_ED03 ^ seed.wrapping_mul(0x9E37_79B9));
+                let mut rng =
+                    Rng::with_seed(0xD1B5_4A32_D192_ED03 ^ seed.wrapping_mul(0x9E37_79B9));
                 let mut popped = Vec::new();
                 let mut next = 0;
                 while next < VALUES_PER_RUN {
-                    if rng.next() % 8 < plan.pushes_per_8 {
+                    if rng.u64(..) % 8 < plan.pushes_per_8 {
                         match worker.push(next) {
                             Ok(()) => next += 1,
                             Err(back) => {
                                 assert_eq!(back, next);
                                 totals.refused += 1;
                                 // Full: let the thieves run, or make room.
-                                if rng.next() % 2 == 0 {
+                                if rng.u64(..) % 2 == 0 {
                                     thread::yield_now();
                                 } else {
                                     popped.extend(worker.pop());

@@ -4,6 +4,17 @@
 //!   under one, so a deadlock or a lost wake-up fails the test run with a
 //!   message naming the test instead of hanging until CI kills it.
 //! * [`panic_message`]: the text of a panic payload.
+//! * [`proc`]: what Linux's `/proc` says about the process (threads,
+//!   descriptors, thread names, memory, CPU time, TCP sockets), for the
+//!   tests that check nothing leaks and the soak's sampler.
+//! * [`Rng`]: the one seeded generator of the tests (fastrand's): a
+//!   failing run repeats with the same seed.
+//!
+//! A pool of `n` workers for bwos's tests is `pool(n)` of
+//! `crates/bwos/tests/common/mod.rs`, not here: this crate does not depend
+//! on `bwos`, so that `bwos`'s own unit tests, which use the watchdog, link
+//! one `bwos` (not a second copy through this crate), and the queue crate's
+//! tests, its loom models and Miri runs do not build the runtime.
 //!
 //! ```
 //! let sum = bwos_testkit::watchdog("doc_example", || {
@@ -12,6 +23,21 @@
 //! });
 //! assert_eq!(sum, 42);
 //! ```
+
+pub mod proc;
+
+/// The tests' pseudo-random generator, seeded:
+/// `Rng::with_seed(seed)`, then `u64(..)`, `usize(..n)`, `bool()`. A
+/// test that draws its inputs from one repeats them on every run, so a
+/// failure reproduces; the tests use fastrand's (wyrand) rather than a copy
+/// of their own.
+///
+/// ```
+/// let mut a = bwos_testkit::Rng::with_seed(7);
+/// let mut b = bwos_testkit::Rng::with_seed(7);
+/// assert_eq!(a.u64(..1000), b.u64(..1000));
+/// ```
+pub use fastrand::Rng;
 
 use std::any::Any;
 use std::io::Write;

@@ -169,12 +169,21 @@
 //!   there.
 //!
 //! # Verification
-//! The latch protocol, the Nowa scope counter, the sleep protocol, BWS's
-//! watchdog hand-off and credit wake-ups, the async task state word,
-//! `fork::join`'s suspension and resumption and a fork region's boundary
-//! are model-checked with loom: `RUSTFLAGS="--cfg bwos_loom" cargo test -p bwos
-//! --release --lib` (a loom build compiles only these protocol cores and
-//! their models, `src/loom_models/`, one file per protocol).
+//! Thirteen protocols are model-checked with loom, one model file each in
+//! `src/loom_models/`: the latch (`loom_models/latch.rs`), the sleep
+//! protocol (`loom_models/sleep.rs`), BWS's watchdog hand-off and credit
+//! wake-ups (`loom_models/balance.rs`), the Nowa scope counter
+//! (`loom_models/scope_counter.rs`), the async task state word
+//! (`loom_models/task_state.rs`), the closable task injector
+//! (`loom_models/task_inject.rs`), the I/O driver's seat
+//! (`loom_models/driver_seat.rs`), `fork::join`'s suspension and
+//! resumption (`loom_models/fork_join.rs`), a fork region's boundary
+//! (`loom_models/fork_boundary.rs`), the work list's hand-over
+//! (`loom_models/worklist.rs`), the timers (`loom_models/timers.rs`), the
+//! paused clock's automatic advance (`loom_models/auto_advance.rs`) and the
+//! blocking pool's queue (`loom_models/blocking.rs`). Run them with
+//! `RUSTFLAGS="--cfg bwos_loom" cargo test -p bwos --release --lib`: a loom
+//! build compiles only these protocol cores and their models.
 
 #![warn(missing_docs)]
 // docs.rs: mark what each feature adds.

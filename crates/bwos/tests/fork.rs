@@ -14,17 +14,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
-use bwos::ThreadPoolBuilder;
 use bwos::fork::{self, Boxed, Region};
 use bwos_testkit::{panic_message, watchdog};
+use common::pool;
 use proptest::prelude::*;
 
-fn pool(threads: usize) -> bwos::ThreadPool {
-    ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .expect("a pool")
-}
+mod common;
 
 fn fib(n: u64) -> Boxed<'static, u64> {
     fork::boxed(async move {

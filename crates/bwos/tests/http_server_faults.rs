@@ -22,13 +22,13 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use bwos_testkit::watchdog;
+use bwos_testkit::{proc, watchdog};
 
 /// How long a client waits for any one read or write before the test
 /// calls the server stuck.
@@ -193,24 +193,12 @@ impl Server {
 
     /// How many descriptors the server has open.
     fn fd_count(&self) -> usize {
-        std::fs::read_dir(format!("/proc/{}/fd", self.pid()))
-            .expect("the server's /proc/PID/fd")
-            .count()
+        proc::descriptors_of(self.pid()).unwrap()
     }
 
     /// The server's CPU time so far (user + system).
     fn cpu_time(&self) -> Duration {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid()))
-            .expect("the server's /proc/PID/stat");
-        // Fields after the command name (which may hold spaces) start
-        // with the state, field 3; utime and stime are fields 14 and 15.
-        let rest = &stat[stat.rfind(')').expect("a stat line") + 1..];
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
-        // SAFETY: sysconf has no preconditions.
-        let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-        assert!(per_second > 0);
-        Duration::from_secs_f64(ticks as f64 / per_second as f64)
+        proc::cpu_time(Path::new(&format!("/proc/{}/stat", self.pid()))).unwrap()
     }
 
     fn connect(&self) -> TcpStream {

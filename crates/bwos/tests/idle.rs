@@ -9,28 +9,18 @@
 use std::time::Duration;
 
 use bwos::ThreadPoolBuilder;
-use bwos_testkit::watchdog;
+use bwos_testkit::{proc, watchdog};
 use common::fib;
 
 mod common;
 
 /// Total user + system CPU time, in clock ticks, of the threads whose
 /// `/proc/self/task/<tid>` directories are `tasks` (from
-/// [`common::tasks_named`]).
+/// [`proc::tasks_named`]).
 fn cpu_ticks(tasks: &[std::path::PathBuf]) -> u64 {
     tasks
         .iter()
-        .map(|task| {
-            let stat = std::fs::read_to_string(task.join("stat"))
-                .unwrap_or_else(|error| panic!("{}: {error}", task.display()));
-            // Fields after the parenthesised name: state is field 3, utime
-            // and stime are fields 14 and 15.
-            let after_name = &stat[stat.rfind(')').expect("stat format") + 2..];
-            let fields: Vec<&str> = after_name.split_whitespace().collect();
-            let utime: u64 = fields[11].parse().expect("utime");
-            let stime: u64 = fields[12].parse().expect("stime");
-            utime + stime
-        })
+        .map(|task| proc::cpu_ticks(&task.join("stat")).unwrap())
         .sum()
 }
 
@@ -46,7 +36,7 @@ fn an_idle_pool_uses_no_cpu_and_wakes_for_work() {
             // Work that involves every worker, then silence.
             assert_eq!(pool.install(|| fib(27)), 196_418);
             std::thread::sleep(Duration::from_millis(100));
-            let workers = common::tasks_named("idle-probe-", 4);
+            let workers = proc::tasks_named("idle-probe-", 4).unwrap();
             let before = cpu_ticks(&workers);
             std::thread::sleep(Duration::from_secs(1));
             let after = cpu_ticks(&workers);
@@ -81,7 +71,7 @@ fn an_idle_pool_uses_no_cpu_under_every_idle_policy() {
             assert_eq!(pool.install(|| fib(25)), 75_025);
             // Let the workers pass the sleep threshold and fall asleep.
             std::thread::sleep(Duration::from_millis(200));
-            let workers = common::tasks_named(&prefix, 4);
+            let workers = proc::tasks_named(&prefix, 4).unwrap();
             let before = cpu_ticks(&workers);
             std::thread::sleep(Duration::from_secs(1));
             let after = cpu_ticks(&workers);

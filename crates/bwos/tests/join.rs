@@ -7,7 +7,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bwos::ThreadPoolBuilder;
-use bwos_testkit::{panic_message, watchdog};
+use bwos_testkit::{Rng, panic_message, watchdog};
 use common::{fib, fib_serial, pool};
 
 mod common;
@@ -37,16 +37,10 @@ fn partition<T: Ord>(values: &mut [T]) -> usize {
     store
 }
 
-/// Deterministic pseudo-random numbers (xorshift).
-fn random_values(count: usize, mut seed: u64) -> Vec<u64> {
-    (0..count)
-        .map(|_| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % 1_000_000
-        })
-        .collect()
+/// Pseudo-random numbers, the same for a seed on every run.
+fn random_values(count: usize, seed: u64) -> Vec<u64> {
+    let mut rng = Rng::with_seed(seed);
+    (0..count).map(|_| rng.u64(..1_000_000)).collect()
 }
 
 #[test]

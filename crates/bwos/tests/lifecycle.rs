@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use bwos::ThreadPoolBuilder;
 use bwos::task::JoinHandle;
-use bwos_testkit::watchdog;
+use bwos_testkit::{proc, watchdog};
 
 /// The allocator of this test binary: the system's, counting the bytes
 /// outstanding.
@@ -114,31 +114,9 @@ const MEMORY_BOUND: isize = 8 * 1024;
 /// (blocking threads exit on their own, after their closure).
 const SETTLE: Duration = Duration::from_secs(20);
 
-fn count_entries(dir: &str) -> usize {
-    std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{dir}: {e}"))
-        .count()
-}
-
-/// Threads of the process.
-fn threads() -> usize {
-    count_entries("/proc/self/task")
-}
-
-/// Open descriptors of the process (the listing's own not counted).
-fn descriptors() -> usize {
-    count_entries("/proc/self/fd") - 1
-}
-
-fn thread_names() -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir("/proc/self/task")
-        .expect("/proc/self/task")
-        .filter_map(Result::ok)
-        .filter_map(|task| std::fs::read_to_string(task.path().join("comm")).ok())
-        .map(|name| name.trim_end().to_string())
-        .collect();
-    names.sort();
-    names
+/// Threads and open descriptors of the process, now.
+fn threads_and_descriptors() -> (usize, usize) {
+    (proc::threads().unwrap(), proc::descriptors().unwrap())
 }
 
 /// Waits until threads and descriptors are down to the baseline (or
@@ -146,7 +124,7 @@ fn thread_names() -> Vec<String> {
 fn settle(threads_before: usize, descriptors_before: usize) -> (usize, usize) {
     let deadline = Instant::now() + SETTLE;
     loop {
-        let now = (threads(), descriptors());
+        let now = threads_and_descriptors();
         if (now.0 <= threads_before && now.1 <= descriptors_before) || Instant::now() > deadline {
             return now;
         }
@@ -375,7 +353,7 @@ fn ten_thousand_pools_leave_nothing_behind() {
         #[cfg(feature = "tokio-compat")]
         drop(ThreadPoolBuilder::new().num_threads(1).build().unwrap());
         // The baseline: this thread, the harness's, the watchdog's.
-        let (threads_before, descriptors_before) = (threads(), descriptors());
+        let (threads_before, descriptors_before) = threads_and_descriptors();
         for _ in 0..WARM_UP {
             settle_leftovers(one_pool());
         }
@@ -384,7 +362,7 @@ fn ten_thousand_pools_leave_nothing_behind() {
             settled,
             (threads_before, descriptors_before),
             "threads and descriptors after the warm-up pools; threads: {:?}",
-            thread_names()
+            proc::thread_names().unwrap()
         );
         let bytes_before = outstanding();
         let start = Instant::now();
@@ -392,7 +370,7 @@ fn ten_thousand_pools_leave_nothing_behind() {
         for i in 0..POOLS {
             settle_leftovers(one_pool());
             if i % 100 == 0 {
-                most_threads = most_threads.max(threads());
+                most_threads = most_threads.max(proc::threads().unwrap());
             }
         }
         let elapsed = start.elapsed();
@@ -408,7 +386,7 @@ fn ten_thousand_pools_leave_nothing_behind() {
             settled.0,
             threads_before,
             "threads left after {POOLS} pools: {:?}",
-            thread_names()
+            proc::thread_names().unwrap()
         );
         assert_eq!(
             settled.1, descriptors_before,

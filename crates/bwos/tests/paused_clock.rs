@@ -17,20 +17,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
-use bwos::ThreadPoolBuilder;
 use bwos::time::{self, Instant, MissedTickBehavior};
 use bwos_testkit::{panic_message, watchdog};
+use common::pool;
+
+mod common;
 
 const HOUR: Duration = Duration::from_secs(3600);
 /// Far below an hour, far above any run of these tests: a hang detector.
 const NOT_AN_HOUR: Duration = Duration::from_secs(60);
-
-fn pool(threads: usize) -> bwos::ThreadPool {
-    ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .expect("a pool")
-}
 
 /// Polls `future` once (registering its waker); whether it was ready.
 async fn poll_once<F: Future + Unpin>(future: &mut F) -> bool {

@@ -184,7 +184,7 @@ fn dropping_a_pool_joins_its_threads() {
             }
         });
         #[cfg(target_os = "linux")]
-        let workers = common::tasks_named("short-lived-", 2);
+        let workers = bwos_testkit::proc::tasks_named("short-lived-", 2).unwrap();
         assert_eq!(exited.load(Ordering::SeqCst), 0);
         drop(pool);
         assert_eq!(

@@ -12,16 +12,12 @@ use std::sync::{Arc, mpsc};
 use std::task::{Context, Waker};
 use std::time::Duration;
 
+use bwos::ThreadPoolBuilder;
 use bwos::task::{AbortHandle, JoinSet};
-use bwos::{ThreadPool, ThreadPoolBuilder};
 use bwos_testkit::{panic_message, watchdog};
+use common::pool;
 
-fn pool(threads: usize) -> ThreadPool {
-    ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .expect("a pool")
-}
+mod common;
 
 /// Counts its drops.
 struct DropCounter(Arc<AtomicUsize>);

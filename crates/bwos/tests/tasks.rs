@@ -9,16 +9,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex, mpsc};
 use std::task::{Context, Poll, Waker};
 
-use bwos::ThreadPoolBuilder;
 use bwos::task::{self, JoinError, JoinHandle};
 use bwos_testkit::{panic_message, watchdog};
+use common::pool;
 
-fn pool(threads: usize) -> bwos::ThreadPool {
-    ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .expect("a pool")
-}
+mod common;
 
 /// A one-shot signal a task can wait on and any thread can fire: the
 /// future is pending until `fire`, which wakes the waiting task.

@@ -12,16 +12,11 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
-use bwos::ThreadPoolBuilder;
 use bwos::time::{self, MissedTickBehavior};
 use bwos_testkit::watchdog;
+use common::pool;
 
-fn pool(threads: usize) -> bwos::ThreadPool {
-    ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .expect("a pool")
-}
+mod common;
 
 /// A waker that counts its wake-ups.
 #[derive(Default)]

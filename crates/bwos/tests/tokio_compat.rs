@@ -15,9 +15,12 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
-use bwos::{ThreadPool, ThreadPoolBuilder};
+use bwos::ThreadPoolBuilder;
 use bwos_testkit::watchdog;
+use common::pool;
 use tokio::runtime::{Handle, RuntimeFlavor};
+
+mod common;
 
 /// The compat runtime's driver thread (`sched/tokio_compat.rs`).
 const COMPAT_THREAD: &str = "bwos-tokio-compat";
@@ -25,13 +28,6 @@ const COMPAT_THREAD: &str = "bwos-tokio-compat";
 /// Long enough that a wait for another thread never times out on a slow
 /// machine; short enough that a regression fails instead of hanging.
 const PATIENCE: Duration = Duration::from_secs(30);
-
-fn pool(threads: usize) -> ThreadPool {
-    ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .unwrap()
-}
 
 fn thread_name() -> Option<String> {
     thread::current().name().map(str::to_owned)

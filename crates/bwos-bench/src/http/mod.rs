@@ -367,26 +367,7 @@ fn h2load(port: u16, streams: u32, seconds: u32) -> std::io::Result<LoadReport> 
 
 /// User plus system CPU ticks of process `pid`, all threads.
 fn cpu_ticks(pid: u32) -> std::io::Result<u64> {
-    stat_cpu_ticks(&format!("/proc/{pid}/stat"))
-}
-
-/// User plus system CPU ticks from a `stat` file of `/proc`: a process's
-/// (`/proc/<pid>/stat`, all its threads) or one thread's
-/// (`/proc/thread-self/stat`). Linux counts them in USER_HZ ticks, 100
-/// per second on every ABI.
-pub(crate) fn stat_cpu_ticks(path: &str) -> std::io::Result<u64> {
-    let stat = std::fs::read_to_string(path)?;
-    // The command name may hold spaces; fields count from after its ')'.
-    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let field = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
-    Ok(field(11) + field(12))
+    bwos_testkit::proc::cpu_ticks(std::path::Path::new(&format!("/proc/{pid}/stat")))
 }
 
 /// What the report needs from a load generator.

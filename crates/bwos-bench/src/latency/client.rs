@@ -26,9 +26,11 @@
 
 use std::cell::RefCell;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use bwos_testkit::proc;
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Empty};
 use hyper::Request;
@@ -37,7 +39,6 @@ use hyper_util::rt::TokioIo;
 use tokio::sync::Notify;
 
 use super::{Metrics, percentile};
-use crate::http::stat_cpu_ticks;
 
 /// Light connections at most; then a light request waits for one.
 pub const MAX_LIGHT_CONNECTIONS: usize = 256;
@@ -128,8 +129,8 @@ pub fn load(address: SocketAddr, plan: &LoadPlan) -> std::io::Result<LoadReport>
 /// CPU ticks of (this process, this thread).
 fn cpu_now() -> std::io::Result<(u64, u64)> {
     Ok((
-        stat_cpu_ticks("/proc/self/stat")?,
-        stat_cpu_ticks("/proc/thread-self/stat")?,
+        proc::cpu_ticks(Path::new("/proc/self/stat"))?,
+        proc::cpu_ticks(Path::new("/proc/thread-self/stat"))?,
     ))
 }
 

@@ -55,27 +55,6 @@ impl Policy {
     }
 }
 
-/// A small xorshift generator; victim selection needs speed, not quality.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    /// A value in `0..n` (`n > 0`).
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 /// One thief's selection state.
 pub struct Selector {
     policy: Policy,
@@ -93,31 +72,31 @@ impl Selector {
     }
 
     /// Picks a victim among `victims` (not empty).
-    pub fn pick<Q: Stealable>(&mut self, victims: &[Q::Thief], rng: &mut Rng) -> usize {
+    pub fn pick<Q: Stealable>(&mut self, victims: &[Q::Thief], rng: &mut fastrand::Rng) -> usize {
         let n = victims.len();
         let size = |i: usize| Q::size_hint(&victims[i]).unwrap_or(0);
         match self.policy {
-            Policy::Random => rng.below(n),
+            Policy::Random => rng.usize(..n),
             Policy::Sequential => {
                 self.next = (self.next + 1) % n;
                 self.next
             }
-            Policy::LastVictim => self.last.unwrap_or_else(|| rng.below(n)),
+            Policy::LastVictim => self.last.unwrap_or_else(|| rng.usize(..n)),
             Policy::BestOfTwo => {
-                let (a, b) = (rng.below(n), rng.below(n));
+                let (a, b) = (rng.usize(..n), rng.usize(..n));
                 if size(b) > size(a) { b } else { a }
             }
             Policy::BestOfMany => (0..n.div_ceil(2))
-                .map(|_| rng.below(n))
+                .map(|_| rng.usize(..n))
                 .max_by_key(|&i| size(i))
                 .expect("at least one sample"),
             Policy::Probabilistic => {
-                let mut candidate = rng.below(n);
+                let mut candidate = rng.usize(..n);
                 for _ in 0..n {
-                    if Q::probe(&victims[candidate], rng.next() as usize) == Some(true) {
+                    if Q::probe(&victims[candidate], rng.usize(..)) == Some(true) {
                         break;
                     }
-                    candidate = rng.below(n);
+                    candidate = rng.usize(..n);
                 }
                 candidate
             }

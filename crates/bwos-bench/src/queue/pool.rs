@@ -9,7 +9,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::queue::no_thief::fill_and_drain;
-use crate::queue::policy::{Policy, Rng, Selector};
+use crate::queue::policy::{Policy, Selector};
 use crate::queues::{CAPACITY, Stealable};
 
 /// Consecutive failed steals (per victim) after which a thief stops trying
@@ -46,7 +46,7 @@ pub fn run<Q: Stealable>(
             .map(|(me, (mut queue, mut victims))| {
                 let (stop, start_line) = (&stop, &start_line);
                 scope.spawn(move || {
-                    let mut rng = Rng::new(me as u64 + 1);
+                    let mut rng = fastrand::Rng::with_seed(me as u64 + 1);
                     let mut selector = Selector::new(policy, me);
                     start_line.wait();
                     let mut ops = 0u64;

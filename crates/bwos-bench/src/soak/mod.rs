@@ -413,7 +413,12 @@ fn pool_drop_check(before: Resources, after: Resources) -> Check {
     let survivors = if passed {
         String::new()
     } else {
-        format!("; threads now: {}", probe::thread_names().join(", "))
+        format!(
+            "; threads now: {}",
+            bwos_testkit::proc::thread_names()
+                .unwrap_or_default()
+                .join(", ")
+        )
     };
     Check {
         name: "pool drop".into(),

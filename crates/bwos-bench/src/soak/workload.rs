@@ -39,6 +39,7 @@ use std::time::{Duration, Instant};
 
 use bwos::ThreadPool;
 use bwos::task::{JoinHandle, JoinSet};
+use bwos_testkit::panic_message;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
 use hyper::Request;
@@ -328,7 +329,7 @@ impl Shared {
         let sockets = if port == 0 {
             "no connection".to_string()
         } else {
-            let lines = super::probe::tcp_sockets_on_port(port);
+            let lines = bwos_testkit::proc::tcp_sockets_on_port(port).unwrap_or_default();
             if lines.is_empty() {
                 format!("port {port}: no socket in /proc/net/tcp")
             } else {
@@ -388,22 +389,6 @@ impl Drop for Live {
     fn drop(&mut self) {
         // Relaxed: as in `new`.
         self.0.live[self.1 as usize].fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-/// A small xorshift generator: the workload's varied sizes, reproducible.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-
-    fn below(&mut self, bound: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % bound
     }
 }
 
@@ -567,15 +552,6 @@ impl Running {
 
 type BoxedLoop = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
 
-/// The text of a caught panic.
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic".into())
-}
-
 async fn accept_loop(listener: std::net::TcpListener, shared: Arc<Shared>) {
     let listener = match bwos::net::TcpListener::from_std(listener) {
         Ok(listener) => listener,
@@ -614,9 +590,9 @@ async fn serve_connection(stream: bwos::net::TcpStream, shared: Arc<Shared>) {
 type Failure = Box<dyn std::error::Error + Send + Sync>;
 
 async fn client_loop(address: SocketAddr, shared: Arc<Shared>, client: u64) {
-    let mut rng = Rng::new(client);
+    let mut rng = fastrand::Rng::with_seed(client);
     while !shared.stopping() {
-        let requests = 1 + rng.below(MAX_REQUESTS_PER_CONNECTION);
+        let requests = 1 + rng.u64(..MAX_REQUESTS_PER_CONNECTION);
         if let Err(error) = client_connection(address, requests, &shared, client).await {
             shared.error(Part::Http, format!("client: {error}"));
             // Do not spin on a server that refuses.
@@ -682,11 +658,11 @@ async fn client_connection(
 }
 
 async fn timers_loop(shared: Arc<Shared>) {
-    let mut rng = Rng::new(0x7153);
+    let mut rng = fastrand::Rng::with_seed(0x7153);
     while !shared.stopping() {
         let mut batch = JoinSet::new();
         for _ in 0..TIMER_BATCH {
-            let wait = Duration::from_micros(rng.below(20_000));
+            let wait = Duration::from_micros(rng.u64(..20_000));
             batch.spawn(shared.tracked(Kind::TimerTask, async move {
                 bwos::time::sleep(wait).await;
                 let never = std::future::pending::<()>();
@@ -825,7 +801,7 @@ fn fork_join_loop(pool: &ThreadPool, shared: &Shared) {
         match round {
             Ok((2584, 32_640)) => shared.op(Part::ForkJoin, 1),
             Ok(wrong) => shared.error(Part::ForkJoin, format!("fib 18, sum 0..256: {wrong:?}")),
-            Err(payload) => shared.error(Part::ForkJoin, panic_message(&*payload)),
+            Err(payload) => shared.error(Part::ForkJoin, panic_message(&payload)),
         }
         // Leave the workers idle now and then: sleeping and waking is part
         // of what runs for hours.
@@ -849,7 +825,7 @@ fn worklist_loop(pool: &ThreadPool, shared: &Shared) {
         match run {
             Ok(()) if processed.into_inner() == 4095 => shared.op(Part::Worklist, 1),
             Ok(()) => shared.error(Part::Worklist, "a run missed or repeated items"),
-            Err(payload) => shared.error(Part::Worklist, panic_message(&*payload)),
+            Err(payload) => shared.error(Part::Worklist, panic_message(&payload)),
         }
         thread::sleep(Duration::from_millis(1));
     }

@@ -1,5 +1,5 @@
 //! [`Boxed`], a `Pin<Box<dyn Future>>` in a frame of the [frame cache]
-//! (`frame_cache.rs`), and the three ways to make one: [`boxed`],
+//! (`sched/frame_cache.rs`), and the three ways to make one: [`boxed`],
 //! [`boxed_with`] and [`ready`].
 //!
 //! A `Boxed` is two words: the frame's address (or a [`ready`] value that

@@ -16,7 +16,7 @@
 //!   [latches](latch) (`latch.rs`), and the async task cell (`task/`),
 //!   whose entries become jobs, and the blocking pool that runs
 //!   `spawn_blocking`'s task entries on threads of their own
-//!   (`blocking.rs`);
+//!   (`blocking/`);
 //! - the run queues' geometry and the injector interval (`queues.rs`), the
 //!   steal view over them (`steal_view.rs`), victim selection (`steal/`:
 //!   the BWoS paper's policies, P_accept, topology), what idle workers do

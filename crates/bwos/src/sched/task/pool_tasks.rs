@@ -4,7 +4,7 @@
 //!
 //! # Queues
 //! Each worker has a FIFO BWoS queue of run-queue entries next to its LIFO
-//! queue of jobs (`worker.rs`). A task woken on one of the pool's workers
+//! queue of jobs (`sched/worker.rs`). A task woken on one of the pool's workers
 //! (by itself, by another task, by `spawn`) goes to the back of that
 //! worker's FIFO queue; thieves take a whole block of it at once
 //! (`fifo::Stealer::steal_batch_and_pop`, as the BWoS paper configured
@@ -13,7 +13,7 @@
 //! worker is woken if nobody searches; the sleep protocol's final look
 //! (`Registry::has_visible_work`) covers both, so no wake-up is lost. How
 //! a worker chooses between its queue and the injector: "Fairness" in
-//! `queues.rs`.
+//! `sched/queues.rs`.
 //!
 //! # Shutdown
 //! Tasks do not keep a pool alive (as in tokio: dropping the runtime
