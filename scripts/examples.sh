@@ -84,8 +84,10 @@ echo "== the examples of crates/bwos, with all features"
 cargo build --quiet "${cargo_profile[@]}" -p bwos --examples --all-features
 bin=target/$profile/examples
 log=$(mktemp -d)
-pids=()
-trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$log"' EXIT
+# `start` runs in a command substitution (a subshell), so the servers'
+# process ids go to a file, not to a variable of this shell.
+trap 'xargs -r kill 2>/dev/null <"$log/pids" || true; rm -rf "$log"' EXIT
+: >"$log/pids"
 
 # Starts the server binary $1 on port 0 and prints the address it listens
 # on.
@@ -93,7 +95,7 @@ start() {
     local name
     name=$(basename "$1")
     "$1" 127.0.0.1:0 >"$log/$name.out" 2>"$log/$name.err" &
-    pids+=($!)
+    echo $! >>"$log/pids"
     for _ in $(seq 1 100); do
         if grep -q '^listening on ' "$log/$name.out"; then
             sed -n 's/^listening on //p' "$log/$name.out" | head -1
