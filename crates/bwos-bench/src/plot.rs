@@ -259,9 +259,13 @@ fn draw_lines(
     let root = SVGBackend::new(path, (WIDTH, top + 560)).into_drawing_area();
     root.fill(&WHITE)?;
     let (head, body) = root.split_vertically(top);
+    // The legend shows what the data is drawn with: a line through dots,
+    // or a dot alone for a series of one point.
     header(&head, figure, &names, |area, i, (x, y)| {
-        let style = colour(i).stroke_width(3);
-        area.draw(&PathElement::new([(x, y), (x + 30, y)], style))?;
+        if series[i].points.len() > 1 {
+            let style = colour(i).stroke_width(3);
+            area.draw(&PathElement::new([(x, y), (x + 30, y)], style))?;
+        }
         area.draw(&Circle::new((x + 15, y), 5, colour(i).filled()))?;
         Ok(())
     })?;
@@ -279,6 +283,11 @@ fn draw_lines(
     }
     if !x_min.is_finite() {
         (x_min, x_max) = (0.0, 1.0);
+    }
+    // A numeric axis of positive quantities starts at 0, so that distances
+    // read as ratios.
+    if x_ticks.is_none() && x_min > 0.0 {
+        x_min = 0.0;
     }
     let pad = ((x_max - x_min) * 0.08).max(0.3);
     let y_max = points
@@ -336,18 +345,44 @@ fn draw_lines(
         let xy: Vec<(f64, f64)> = line.points.iter().map(|p| (p.0, p.1)).collect();
         chart.draw_series(LineSeries::new(xy.iter().copied(), colour.stroke_width(2)))?;
         chart.draw_series(xy.iter().map(|&p| Circle::new(p, 5, colour.filled())))?;
-        chart.draw_series(line.points.iter().filter_map(|(x, y, label)| {
-            label.as_ref().map(|label| {
-                Text::new(
+    }
+    // Point labels after every line, so that none is drawn over; a label
+    // equal to one already drawn close by is left out, one that would
+    // cover another moves up, and near the right edge they go left.
+    let right_edge = chart.plotting_area().get_pixel_range().0.end;
+    let mut placed: Vec<(i32, i32, &str)> = Vec::new();
+    for (i, line) in series.iter().enumerate() {
+        for (x, y, label) in &line.points {
+            let Some(label) = label else { continue };
+            let (px, mut py) = chart.backend_coord(&(*x, *y));
+            if placed.iter().any(|&(qx, qy, text)| {
+                text == label && (qx - px).abs() < 60 && (qy - py).abs() < 16
+            }) {
+                continue;
+            }
+            while placed
+                .iter()
+                .any(|&(qx, qy, _)| (qx - px).abs() < 110 && (qy - py).abs() < 14)
+            {
+                py -= 14;
+            }
+            placed.push((px, py, label));
+            let (anchor, dx) = if px + 130 > right_edge {
+                (HPos::Right, -8)
+            } else {
+                (HPos::Left, 8)
+            };
+            let (_, cy) = chart.backend_coord(&(*x, *y));
+            chart.draw_series([EmptyElement::at((*x, *y))
+                + Text::new(
                     label.clone(),
-                    (*x, *y),
+                    (dx, py - cy - 4),
                     (FONT, 13)
                         .into_font()
-                        .color(&colour)
-                        .pos(Pos::new(HPos::Left, VPos::Bottom)),
-                )
-            })
-        }))?;
+                        .color(&colour(i))
+                        .pos(Pos::new(anchor, VPos::Bottom)),
+                )])?;
+        }
     }
     root.present()?;
     Ok(())
@@ -433,14 +468,15 @@ fn draw_bars(
             let high = band(i) + 0.9 - s as f64 * slot;
             let low = high - slot * 0.85;
             chart.draw_series([Rectangle::new([(0.0, low), (value, high)], colour.filled())])?;
-            chart.draw_series([Text::new(
-                format_number(value),
-                (value, (low + high) / 2.0),
-                (FONT, 12)
-                    .into_font()
-                    .color(&BLACK)
-                    .pos(Pos::new(HPos::Left, VPos::Center)),
-            )])?;
+            chart.draw_series([EmptyElement::at((value, (low + high) / 2.0))
+                + Text::new(
+                    format_number(value),
+                    (4, 0),
+                    (FONT, 12)
+                        .into_font()
+                        .color(&BLACK)
+                        .pos(Pos::new(HPos::Left, VPos::Center)),
+                )])?;
         }
     }
     if let Some((at, label)) = reference {
@@ -460,6 +496,19 @@ fn draw_bars(
     }
     root.present()?;
     Ok(())
+}
+
+/// `n` with thousands separators: 2,000,000.
+pub fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
 }
 
 /// A number with three significant digits at most, no trailing zeros.
@@ -492,6 +541,8 @@ mod tests {
         assert_eq!(format_number(1.0), "1");
         assert_eq!(format_number(0.012345), "0.0123");
         assert_eq!(format_number(0.0), "0");
+        assert_eq!(thousands(2_000_000), "2,000,000");
+        assert_eq!(thousands(200), "200");
     }
 
     /// Entries that do not fit one row go to the next; none starts past

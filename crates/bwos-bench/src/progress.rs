@@ -11,8 +11,6 @@
 //! drawn; a line per experiment started and finished is printed instead.
 
 use std::borrow::Cow;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -135,7 +133,7 @@ impl Progress {
             overall: self.overall.clone(),
             offset: self.offsets[index],
             weight: self.weights[index],
-            steps: Arc::new(AtomicU64::new(steps.max(1))),
+            steps: steps.max(1),
             name,
             started: Instant::now(),
             multi: self.multi.clone(),
@@ -178,7 +176,8 @@ pub struct Bar {
     overall: Option<ProgressBar>,
     offset: u64,
     weight: u64,
-    steps: Arc<AtomicU64>,
+    /// The steps planned.
+    steps: u64,
     name: &'static str,
     started: Instant,
     multi: MultiProgress,
@@ -200,7 +199,7 @@ impl Bar {
     pub fn step(&self) {
         self.bar.inc(1);
         if let Some(overall) = &self.overall {
-            let steps = self.steps.load(Ordering::Relaxed).max(1);
+            let steps = self.steps;
             let done = self.bar.position().min(steps);
             overall.set_position(self.offset + self.weight * done / steps);
         }
@@ -223,10 +222,20 @@ impl Bar {
         self.multi.suspend(f)
     }
 
-    /// The experiment is over: its bar stays, full, with its time.
+    /// Steps done so far.
+    pub fn position(&self) -> u64 {
+        self.bar.position()
+    }
+
+    /// The experiment is over: its bar stays, full, with its time (and
+    /// the steps taken, if the plan counted them wrong).
     pub fn finish(&self) {
-        let elapsed = minutes(self.started.elapsed());
-        self.bar.set_length(self.bar.position().max(1));
+        let mut elapsed = minutes(self.started.elapsed());
+        let (taken, planned) = (self.bar.position(), self.steps);
+        if taken != planned {
+            elapsed = format!("{elapsed} ({taken} of {planned} planned steps)");
+        }
+        self.bar.set_length(taken.max(1));
         self.bar.finish_with_message(format!("done in {elapsed}"));
         if let Some(overall) = &self.overall {
             overall.set_position(self.offset + self.weight);

@@ -387,6 +387,7 @@ pub fn tables(samples: &[Sample]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiment::Experiment;
 
     #[test]
     fn percentiles_take_the_nearest_rank() {
@@ -419,8 +420,11 @@ mod tests {
                 blocking: 50,
             },
         };
-        let samples = run(&options, &Bar::hidden());
+        let bar = Bar::hidden();
+        let samples = run(&options, &bar);
         assert_eq!(samples.len(), 4);
+        // Every step planned is taken: the bar ends full.
+        assert_eq!(bar.position(), ServicesArgs::plan(&options).steps);
         let table = tables(&samples);
         assert!(table.contains("| timers | wall ms |"), "{table}");
         assert!(table.contains("| spawn_blocking | wall ms |"), "{table}");

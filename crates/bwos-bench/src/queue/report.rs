@@ -256,12 +256,6 @@ pub fn figures(samples: &[Sample]) -> Vec<Figure> {
         }
         for line in &mut series {
             line.points.sort_by(|a, b| a.0.total_cmp(&b.0));
-            // One label per target share: on the first series' points.
-        }
-        for line in series.iter_mut().skip(1) {
-            for point in &mut line.points {
-                point.2 = None;
-            }
         }
         let name = format!("{order:?}").to_lowercase();
         figures.push(Figure {

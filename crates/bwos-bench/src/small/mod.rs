@@ -781,6 +781,7 @@ fn timed(work: impl FnOnce()) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiment::Experiment;
     use crate::options::RunOptions;
 
     fn quick(own: SmallArgs) -> Options<SmallArgs> {
@@ -810,7 +811,11 @@ mod tests {
 
     #[test]
     fn a_quick_run_measures_every_point_on_each_of_its_runtimes() {
-        let (_, samples) = run(&quick(quick_args()), &Bar::hidden());
+        let options = quick(quick_args());
+        let bar = Bar::hidden();
+        let (_, samples) = run(&options, &bar);
+        // Every step planned is taken: the bar ends full.
+        assert_eq!(bar.position(), SmallArgs::plan(&options).steps);
         // spawn-tiny: 3; spawn: 2 costs x 4; loop: 2 costs x 2 callings x 5;
         // tree: 2 storages x 2 shapes x 1 size x 2 callings x 4.
         assert_eq!(samples.len(), 3 + 2 * 4 + 2 * 2 * 5 + 2 * 2 * 2 * 4);

@@ -43,7 +43,7 @@ use serde::Serialize;
 use crate::experiment::{self, About, Options, Paper, Results};
 use crate::options::{OptionHelp, ThreadsHelp, WorkerThreads};
 use crate::output::Samples;
-use crate::plot::{BarSeries, Better, Chart, Figure};
+use crate::plot::{BarSeries, Better, Chart, Figure, thousands};
 use crate::progress::{self, Bar};
 use crate::stats::Summary;
 pub use heap::{Heap, Shape};
@@ -345,8 +345,9 @@ fn figures(rows: &[Row]) -> Vec<Figure> {
             Figure {
                 file: format!("worklist-{objects}.svg"),
                 title: format!(
-                    "Parallel marking of {objects} objects on {threads} threads: speedup over \
-                     serial marking"
+                    "Parallel marking of {} objects on {threads} threads: speedup over serial \
+                     marking",
+                    thousands(objects)
                 ),
                 better: Better::Higher,
                 note: "medians over repetitions; the line: serial marking's speed".into(),
