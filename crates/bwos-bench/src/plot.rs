@@ -51,13 +51,20 @@ pub struct Figure {
 }
 
 impl Figure {
-    /// The subtitle: which way is better, then the note.
+    /// The subtitle: which way is better, the note, and what the grey
+    /// reference line stands for.
     pub fn subtitle(&self) -> String {
-        if self.note.is_empty() {
-            self.better.describe().to_string()
-        } else {
-            format!("{}; {}", self.better.describe(), self.note)
+        let mut parts = vec![self.better.describe().to_string()];
+        if !self.note.is_empty() {
+            parts.push(self.note.clone());
         }
+        let reference = match &self.chart {
+            Chart::Lines { reference, .. } | Chart::Bars { reference, .. } => reference,
+        };
+        if let Some((at, meaning)) = reference {
+            parts.push(format!("grey line at {}: {meaning}", format_number(*at)));
+        }
+        parts.join("; ")
     }
 }
 
@@ -145,7 +152,7 @@ const LEGEND_ROW: u32 = 24;
 /// Rough width in pixels of `text` at `size` pixels (no font metrics in an
 /// SVG without fonts: an average sans-serif glyph).
 fn text_width(text: &str, size: u32) -> u32 {
-    (text.chars().count() as f64 * f64::from(size) * 0.56).ceil() as u32
+    (text.chars().count() as f64 * f64::from(size) * 0.5).ceil() as u32
 }
 
 /// Legend entries laid out in rows across `width`: (row, x) per entry.
@@ -289,7 +296,11 @@ fn draw_lines(
     if x_ticks.is_none() && x_min > 0.0 {
         x_min = 0.0;
     }
-    let pad = ((x_max - x_min) * 0.08).max(0.3);
+    let pad = if x_ticks.is_some() {
+        ((x_max - x_min) * 0.08).max(0.3)
+    } else {
+        (x_max - x_min) * 0.03
+    };
     let y_max = points
         .map(|p| p.1)
         .chain(reference.map(|r| r.0))
@@ -319,26 +330,18 @@ fn draw_lines(
         .axis_desc_style((FONT, 17))
         .y_label_formatter(&|y| format_number(*y))
         .x_label_formatter(&tick_label)
-        .light_line_style(RGBColor(235, 235, 235));
+        .light_line_style(RGBColor(242, 242, 242));
     if let Some(ticks) = x_ticks {
-        // Ticks at every half step: the labelled ones land on the values.
-        mesh.x_labels(ticks.len() * 4 + 1);
+        // Ticks at every half step, the labelled ones on the values; no
+        // grid lines across, which would stand at unlabelled ticks too.
+        mesh.x_labels(ticks.len() * 4 + 1).disable_x_mesh();
     }
     mesh.draw()?;
-    if let Some((at, label)) = reference {
-        let grey = RGBColor(110, 110, 110);
+    if let Some((at, _)) = reference {
         chart.draw_series(LineSeries::new(
             [(x_min - pad, *at), (x_max + pad, *at)],
-            grey.stroke_width(1),
+            RGBColor(110, 110, 110).stroke_width(1),
         ))?;
-        chart.draw_series([Text::new(
-            label.clone(),
-            (x_min - pad * 0.9, *at),
-            (FONT, 13)
-                .into_font()
-                .color(&grey)
-                .pos(Pos::new(HPos::Left, VPos::Bottom)),
-        )])?;
     }
     for (i, line) in series.iter().enumerate() {
         let colour = colour(i);
@@ -456,7 +459,7 @@ fn draw_bars(
         .x_desc(value_label)
         .label_style((FONT, 15))
         .axis_desc_style((FONT, 17))
-        .light_line_style(RGBColor(235, 235, 235))
+        .light_line_style(RGBColor(242, 242, 242))
         .draw()?;
     let slot = 0.8 / series.len().max(1) as f64;
     for (s, bars) in series.iter().enumerate() {
@@ -479,20 +482,11 @@ fn draw_bars(
                 )])?;
         }
     }
-    if let Some((at, label)) = reference {
-        let grey = RGBColor(90, 90, 90);
+    if let Some((at, _)) = reference {
         chart.draw_series(LineSeries::new(
             [(*at, 0.0), (*at, groups)],
-            grey.stroke_width(1),
+            RGBColor(90, 90, 90).stroke_width(1),
         ))?;
-        chart.draw_series([Text::new(
-            label.clone(),
-            (*at, groups),
-            (FONT, 13)
-                .into_font()
-                .color(&grey)
-                .pos(Pos::new(HPos::Left, VPos::Top)),
-        )])?;
     }
     root.present()?;
     Ok(())

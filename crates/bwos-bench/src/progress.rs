@@ -116,9 +116,11 @@ impl Progress {
             usize::from(self.overall.is_some()),
             ProgressBar::new(steps.max(1)),
         );
-        bar.set_style(style(
-            "{prefix:>24} [{bar:30}] {pos}/{len}  elapsed {elapsed_precise}  ETA {eta_precise}  {wide_msg}",
-        ));
+        // What runs goes on a line of its own: it is long.
+        bar.set_style(style(concat!(
+            "{prefix:>24} [{bar:30}] {pos}/{len}  elapsed {elapsed_precise}  ETA {eta_precise}\n",
+            "                            {wide_msg}"
+        )));
         bar.set_prefix(format!("{position}: {name}"));
         bar.enable_steady_tick(Duration::from_secs(1));
         if let Some(overall) = &self.overall {

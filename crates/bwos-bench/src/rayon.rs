@@ -172,7 +172,7 @@ fn figure(rows: &[Row]) -> Figure {
             value_label: "stock time / bwos time".into(),
             categories: PROGRAMS.iter().map(|p| p.to_string()).collect(),
             series,
-            reference: Some((1.0, "as fast".into())),
+            reference: Some((1.0, "as fast as stock rayon-core".into())),
         },
     }
 }

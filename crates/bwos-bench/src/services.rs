@@ -349,7 +349,7 @@ fn figure(samples: &[Sample]) -> Figure {
                 .map(|(workload, figure, _)| format!("{workload}: {figure}"))
                 .collect(),
             series: vec![BarSeries::new("tokio / bwos", values)],
-            reference: Some((1.0, "even".into())),
+            reference: Some((1.0, "as good as tokio".into())),
         },
     }
 }

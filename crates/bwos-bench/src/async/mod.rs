@@ -214,7 +214,7 @@ fn figure(samples: &[Sample]) -> Figure {
             value_label: "peer's time / bwos's time".into(),
             categories: kernels.iter().map(|k| k.to_string()).collect(),
             series,
-            reference: Some((1.0, "as fast".into())),
+            reference: Some((1.0, "as fast as the peer".into())),
         },
     }
 }

@@ -476,7 +476,7 @@ pub fn figures(samples: &[Sample]) -> Vec<Figure> {
         .enumerate()
         .map(|(i, t)| (i as f64, t.to_string()))
         .collect();
-    let serial = Some((1.0, "the serial elision".to_string()));
+    let serial = Some((1.0, "as fast as the serial elision".to_string()));
     for &kernel in &index.kernels {
         let series: Vec<Series> = Runtime::PARALLEL
             .iter()
@@ -528,7 +528,7 @@ pub fn figures(samples: &[Sample]) -> Vec<Figure> {
                 "Fork/join suite on {threads} worker thread(s), {cores} cores: speedup per kernel"
             ),
             better: Better::Higher,
-            note: "medians over repetitions; the line: the serial elision's speed".into(),
+            note: "medians over repetitions".into(),
             chart: Chart::Bars {
                 value_label: "speedup over the serial elision (T_S / T_n)".into(),
                 categories: categories.clone(),

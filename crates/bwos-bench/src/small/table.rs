@@ -229,13 +229,13 @@ pub fn figures(samples: &[Sample]) -> Vec<Figure> {
             file,
             title,
             better: Better::Higher,
-            note: "medians over repetitions; the line: the serial loop's speed".into(),
+            note: "medians over repetitions".into(),
             chart: Chart::Lines {
                 x_label: x_label.into(),
                 y_label: "speedup over serial (serial time / time)".into(),
                 x_ticks: Some(x_ticks),
                 series,
-                reference: Some((1.0, "serial".into())),
+                reference: Some((1.0, "as fast as the serial loop".into())),
             },
         });
     };

@@ -350,7 +350,7 @@ fn figures(rows: &[Row]) -> Vec<Figure> {
                     thousands(objects)
                 ),
                 better: Better::Higher,
-                note: "medians over repetitions; the line: serial marking's speed".into(),
+                note: "medians over repetitions".into(),
                 chart: Chart::Bars {
                     value_label: "speedup over serial depth-first marking (serial time / time)"
                         .into(),
@@ -359,7 +359,7 @@ fn figures(rows: &[Row]) -> Vec<Figure> {
                         .map(|row| row.shape.name().to_string())
                         .collect(),
                     series,
-                    reference: Some((1.0, "serial".into())),
+                    reference: Some((1.0, "as fast as serial marking".into())),
                 },
             }
         })
