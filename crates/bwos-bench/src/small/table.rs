@@ -285,7 +285,7 @@ pub fn figures(samples: &[Sample]) -> Vec<Figure> {
                         slug(how.name())
                     ),
                     format!(
-                        "{} {} tree, calls {}: speedup over serial, by size",
+                        "Tree sum, {} and {}, calls {}: speedup over serial, by size",
                         storage.name(),
                         shape.name(),
                         how.name()
