@@ -24,12 +24,19 @@ pub trait OptionHelp {
     const DEFAULT_REPETITIONS: u32;
     /// What `--plot` draws.
     const PLOT: &'static str = "Write SVG plots into this directory";
+    /// What `--threads` counts, where the experiment has it.
+    const THREADS: &'static str = "Worker threads";
 }
 
-/// What `--threads` counts, for its help.
+/// What `--threads` counts, for its help: an experiment's
+/// [`OptionHelp::THREADS`], or a subcommand's own.
 pub trait ThreadsHelp {
     /// `--threads`' help.
     const THREADS: &'static str;
+}
+
+impl<H: OptionHelp> ThreadsHelp for H {
+    const THREADS: &'static str = <H as OptionHelp>::THREADS;
 }
 
 /// `--repetitions`' help: what a repetition covers and the default.

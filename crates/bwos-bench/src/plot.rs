@@ -252,6 +252,31 @@ fn legend_rows(names: &[&str]) -> u32 {
         .map_or(0, |(row, _)| row + 1)
 }
 
+/// The largest of `values` and the reference line's value (at least the
+/// smallest positive number: an axis needs a range).
+fn largest(values: impl Iterator<Item = f64>, reference: Option<&(f64, String)>) -> f64 {
+    values
+        .chain(reference.map(|r| r.0))
+        .fold(0.0, f64::max)
+        .max(f64::MIN_POSITIVE)
+}
+
+/// The plot area's margins and label areas, `label_width` pixels of
+/// labels left of it.
+fn builder<'a, 'b, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, plotters::coord::Shift>,
+    label_width: u32,
+) -> ChartBuilder<'a, 'b, DB> {
+    let mut builder = ChartBuilder::on(area);
+    builder
+        .margin_left(10)
+        .margin_right(30)
+        .margin_bottom(10)
+        .x_label_area_size(55)
+        .y_label_area_size(label_width);
+    builder
+}
+
 fn draw_lines(
     path: &Path,
     figure: &Figure,
@@ -301,18 +326,9 @@ fn draw_lines(
     } else {
         (x_max - x_min) * 0.03
     };
-    let y_max = points
-        .map(|p| p.1)
-        .chain(reference.map(|r| r.0))
-        .fold(0.0, f64::max)
-        .max(f64::MIN_POSITIVE);
-    let mut chart = ChartBuilder::on(&body)
-        .margin_left(20)
-        .margin_right(30)
-        .margin_bottom(10)
-        .x_label_area_size(55)
-        .y_label_area_size(80)
-        .build_cartesian_2d(x_min - pad..x_max + pad, 0.0..y_max * 1.12)?;
+    let y_max = largest(points.map(|p| p.1), reference);
+    let mut chart =
+        builder(&body, 80).build_cartesian_2d(x_min - pad..x_max + pad, 0.0..y_max * 1.12)?;
     let tick_label = |x: &f64| -> String {
         match x_ticks {
             Some(ticks) => ticks
@@ -421,21 +437,11 @@ fn draw_bars(
         Ok(())
     })?;
     let groups = categories.len().max(1) as f64;
-    let v_max = series
-        .iter()
-        .flat_map(|s| s.values.iter().flatten())
-        .copied()
-        .chain(reference.map(|r| r.0))
-        .fold(0.0, f64::max)
-        .max(f64::MIN_POSITIVE);
-    let mut chart = ChartBuilder::on(&body)
-        .margin_left(10)
-        .margin_right(30)
-        .margin_bottom(10)
-        .x_label_area_size(55)
-        .y_label_area_size(label_width)
-        // Room right of the longest bar for its value.
-        .build_cartesian_2d(0.0..v_max * 1.18, 0.0..groups)?;
+    let values = series.iter().flat_map(|s| s.values.iter().flatten());
+    let v_max = largest(values.copied(), reference);
+    // Room right of the longest bar for its value.
+    let mut chart =
+        builder(&body, label_width).build_cartesian_2d(0.0..v_max * 1.18, 0.0..groups)?;
     // Category `i` is the band from groups - i - 1 to groups - i: the
     // first category on top.
     let band = |i: usize| groups - i as f64 - 1.0;

@@ -33,7 +33,7 @@ use std::process::Command;
 use serde::Serialize;
 
 use crate::experiment::{self, About, Options, Results};
-use crate::options::{OptionHelp, ThreadCounts, ThreadsHelp};
+use crate::options::{OptionHelp, ThreadCounts};
 use crate::plot::{BarSeries, Better, Chart, Figure};
 use crate::progress::{self, Bar};
 use crate::stats::Summary;
@@ -64,9 +64,6 @@ impl OptionHelp for RayonArgs {
     const DEFAULT_REPETITIONS: u32 = 5;
     const PLOT: &'static str = "Write an SVG plot (each program's speed on the drop-in \
          relative to stock rayon-core) into this directory";
-}
-
-impl ThreadsHelp for RayonArgs {
     const THREADS: &'static str = "Thread counts, comma-separated or repeated (default: 1 and 2)";
 }
 

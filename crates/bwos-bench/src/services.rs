@@ -25,7 +25,7 @@ use serde::Serialize;
 
 use crate::r#async::runtime::{AsyncRuntime, Bwos, Tokio};
 use crate::experiment::{self, About, Options, Results};
-use crate::options::{OptionHelp, ThreadsHelp, WorkerThreads};
+use crate::options::{OptionHelp, WorkerThreads};
 use crate::output::Samples;
 use crate::plot::{BarSeries, Better, Chart, Figure};
 use crate::progress::{self, Bar};
@@ -52,9 +52,6 @@ impl OptionHelp for ServicesArgs {
     const DEFAULT_REPETITIONS: u32 = 5;
     const PLOT: &'static str =
         "Write an SVG plot (bwos against tokio, figure by figure) into this directory";
-}
-
-impl ThreadsHelp for ServicesArgs {
     const THREADS: &'static str = "Worker threads of both runtimes";
 }
 

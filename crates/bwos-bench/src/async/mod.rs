@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::experiment::{self, About, Options, Results};
-use crate::options::{OptionHelp, ThreadsHelp, WorkerThreads};
+use crate::options::{OptionHelp, WorkerThreads};
 use crate::output::Samples;
 use crate::plot::{BarSeries, Better, Chart, Figure};
 use crate::progress::{self, Bar};
@@ -41,9 +41,6 @@ impl OptionHelp for AsyncArgs {
     const DEFAULT_REPETITIONS: u32 = 7;
     const PLOT: &'static str =
         "Write an SVG plot (bwos's speed relative to each peer, per kernel) into this directory";
-}
-
-impl ThreadsHelp for AsyncArgs {
     const THREADS: &'static str = "Worker threads of every runtime";
 }
 

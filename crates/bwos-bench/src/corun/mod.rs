@@ -41,7 +41,7 @@ use clap::Args;
 use serde::Serialize;
 
 use crate::experiment::{self, About, Options, Paper, Results};
-use crate::options::{OptionHelp, ThreadCounts, ThreadsHelp};
+use crate::options::{OptionHelp, ThreadCounts};
 use crate::output::Samples;
 use crate::progress::{self, Bar};
 pub use child::ChildArgs;
@@ -68,9 +68,6 @@ impl OptionHelp for CorunArgs {
     const DEFAULT_REPETITIONS: u32 = 5;
     const PLOT: &'static str = "Write SVG plots (average unfairness and throughput per \
          configuration, per worker count) into this directory";
-}
-
-impl ThreadsHelp for CorunArgs {
     const THREADS: &'static str = "Workers per program, comma-separated or repeated (default: \
          the number of cores, and twice that)";
 }

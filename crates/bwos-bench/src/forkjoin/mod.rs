@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use wait_timeout::ChildExt;
 
 use crate::experiment::{self, About, Options, Paper, Results};
-use crate::options::{OptionHelp, ThreadCounts, ThreadsHelp};
+use crate::options::{OptionHelp, ThreadCounts};
 use crate::output::Samples;
 use crate::progress::{self, Bar};
 use child::ChildReport;
@@ -64,9 +64,6 @@ impl OptionHelp for ForkJoinArgs {
     const DEFAULT_REPETITIONS: u32 = 5;
     const PLOT: &'static str = "Write SVG plots (speedup against threads per kernel, Nowa's \
          Figure 7; speedup per kernel at each thread count) into this directory";
-}
-
-impl ThreadsHelp for ForkJoinArgs {
     const THREADS: &'static str =
         "Thread counts to run, comma-separated or repeated [default: 1,2,4,8]";
 }

@@ -27,7 +27,7 @@ use serde::Serialize;
 
 use crate::r#async::runtime::{AsyncRuntime, Bwos, Smol, Tokio};
 use crate::experiment::{self, About, Options, Paper, Results, Run};
-use crate::options::{OptionHelp, ThreadsHelp, WorkerThreads};
+use crate::options::{OptionHelp, WorkerThreads};
 use crate::progress::{self, Bar};
 use crate::stats::Summary;
 
@@ -133,9 +133,6 @@ impl OptionHelp for HttpArgs {
     const DEFAULT_REPETITIONS: u32 = 3;
     const PLOT: &'static str = "Write SVG plots (p99 latency and CPU per request against \
          throughput, as the BWoS paper's Figure 14) into this directory";
-}
-
-impl ThreadsHelp for HttpArgs {
     const THREADS: &'static str = "Worker threads of every server runtime";
 }
 

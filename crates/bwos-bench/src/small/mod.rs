@@ -42,7 +42,7 @@ use serde::Serialize;
 
 use crate::experiment::{self, About, Options, Results};
 use crate::forkjoin::runtime::{self, ForkJoin, fan_out};
-use crate::options::{OptionHelp, ThreadsHelp, WorkerThreads};
+use crate::options::{OptionHelp, WorkerThreads};
 use crate::output::Samples;
 use crate::progress::{self, Bar};
 
@@ -102,9 +102,6 @@ impl OptionHelp for SmallArgs {
     const DEFAULT_REPETITIONS: u32 = 5;
     const PLOT: &'static str = "Write speedup plots (body costs; tree sizes per storage, shape \
          and calling) into this directory";
-}
-
-impl ThreadsHelp for SmallArgs {
     const THREADS: &'static str = "Worker threads of every pool";
 }
 

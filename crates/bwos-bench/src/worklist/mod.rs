@@ -41,7 +41,7 @@ use std::io;
 use serde::Serialize;
 
 use crate::experiment::{self, About, Options, Paper, Results};
-use crate::options::{OptionHelp, ThreadsHelp, WorkerThreads};
+use crate::options::{OptionHelp, WorkerThreads};
 use crate::output::Samples;
 use crate::plot::{BarSeries, Better, Chart, Figure, thousands};
 use crate::progress::{self, Bar};
@@ -63,9 +63,6 @@ impl OptionHelp for WorklistArgs {
     const DEFAULT_REPETITIONS: u32 = 5;
     const PLOT: &'static str = "Write SVG plots (each contender's speedup over serial marking, per heap size) into \
          this directory";
-}
-
-impl ThreadsHelp for WorklistArgs {
     const THREADS: &'static str = "Worker threads of the parallel contenders";
 }
 
