@@ -403,6 +403,9 @@ mod tests {
         assert!(sleeps.iter().any(|&s| s > max * 9 / 10));
     }
 
+    /// Also: the steps the plan counts are the steps the run takes, so
+    /// the progress bar's total is right before it starts (mutation: no
+    /// `bar.step()` after the spawn_blocking workload).
     #[test]
     fn a_quick_run_measures_both_runtimes() {
         let options = Options {

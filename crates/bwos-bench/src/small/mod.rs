@@ -806,6 +806,8 @@ mod tests {
         }
     }
 
+    /// Also: the plan's step count is the run's (mutation: a plan that
+    /// forgets the calibration step).
     #[test]
     fn a_quick_run_measures_every_point_on_each_of_its_runtimes() {
         let options = quick(quick_args());
