@@ -252,6 +252,44 @@ fn legend_rows(names: &[&str]) -> u32 {
         .map_or(0, |(row, _)| row + 1)
 }
 
+/// Where a point's label is drawn, in pixels.
+#[derive(Debug, Clone, Copy)]
+struct LabelBox {
+    left: i32,
+    top: i32,
+    width: i32,
+}
+
+impl LabelBox {
+    const HEIGHT: i32 = 15;
+
+    /// The four places beside the point at (`x`, `y`) for a label
+    /// `width` wide: above right, below right, above left, below left.
+    fn around(x: i32, y: i32, width: i32) -> [LabelBox; 4] {
+        let (right, left) = (x + 7, x - 7 - width);
+        let (above, below) = (y - 5 - Self::HEIGHT, y + 5);
+        [(right, above), (right, below), (left, above), (left, below)].map(|(left, top)| LabelBox {
+            left,
+            top,
+            width,
+        })
+    }
+
+    fn overlaps(&self, other: &LabelBox) -> bool {
+        self.left < other.left + other.width
+            && other.left < self.left + self.width
+            && self.top < other.top + Self::HEIGHT
+            && other.top < self.top + Self::HEIGHT
+    }
+
+    fn inside(&self, area: &(std::ops::Range<i32>, std::ops::Range<i32>)) -> bool {
+        area.0.start <= self.left
+            && self.left + self.width <= area.0.end
+            && area.1.start <= self.top
+            && self.top + Self::HEIGHT <= area.1.end
+    }
+}
+
 /// The largest of `values` and the reference line's value (at least the
 /// smallest positive number: an axis needs a range).
 fn largest(values: impl Iterator<Item = f64>, reference: Option<&(f64, String)>) -> f64 {
@@ -365,41 +403,38 @@ fn draw_lines(
         chart.draw_series(LineSeries::new(xy.iter().copied(), colour.stroke_width(2)))?;
         chart.draw_series(xy.iter().map(|&p| Circle::new(p, 5, colour.filled())))?;
     }
-    // Point labels after every line, so that none is drawn over; a label
-    // equal to one already drawn close by is left out, one that would
-    // cover another moves up, and near the right edge they go left.
-    let right_edge = chart.plotting_area().get_pixel_range().0.end;
-    let mut placed: Vec<(i32, i32, &str)> = Vec::new();
+    // Point labels after every line, so that no line is drawn over them.
+    // A label equal to one already drawn close by is left out; the others
+    // take the first free place of four around their point (above or
+    // below, right or left), or above right if none is free.
+    let plot_area = chart.plotting_area().get_pixel_range();
+    let mut taken: Vec<LabelBox> = Vec::new();
+    let mut drawn: Vec<(i32, i32, &str)> = Vec::new();
     for (i, line) in series.iter().enumerate() {
         for (x, y, label) in &line.points {
             let Some(label) = label else { continue };
-            let (px, mut py) = chart.backend_coord(&(*x, *y));
-            if placed.iter().any(|&(qx, qy, text)| {
+            let (px, py) = chart.backend_coord(&(*x, *y));
+            if drawn.iter().any(|&(qx, qy, text)| {
                 text == label && (qx - px).abs() < 60 && (qy - py).abs() < 16
             }) {
                 continue;
             }
-            while placed
+            drawn.push((px, py, label));
+            let width = text_width(label, 13) as i32;
+            let places = LabelBox::around(px, py, width);
+            let place = places
                 .iter()
-                .any(|&(qx, qy, _)| (qx - px).abs() < 110 && (qy - py).abs() < 14)
-            {
-                py -= 14;
-            }
-            placed.push((px, py, label));
-            let (anchor, dx) = if px + 130 > right_edge {
-                (HPos::Right, -8)
-            } else {
-                (HPos::Left, 8)
-            };
-            let (_, cy) = chart.backend_coord(&(*x, *y));
+                .find(|b| b.inside(&plot_area) && taken.iter().all(|t| !t.overlaps(b)))
+                .unwrap_or(&places[0]);
+            taken.push(*place);
             chart.draw_series([EmptyElement::at((*x, *y))
                 + Text::new(
                     label.clone(),
-                    (dx, py - cy - 4),
+                    (place.left - px, place.top - py),
                     (FONT, 13)
                         .into_font()
                         .color(&colour(i))
-                        .pos(Pos::new(anchor, VPos::Bottom)),
+                        .pos(Pos::new(HPos::Left, VPos::Top)),
                 )])?;
         }
     }
@@ -543,6 +578,17 @@ mod tests {
         assert_eq!(format_number(0.0), "0");
         assert_eq!(thousands(2_000_000), "2,000,000");
         assert_eq!(thousands(200), "200");
+    }
+
+    /// A label takes the first free place around its point.
+    #[test]
+    fn labels_take_free_places() {
+        let first = LabelBox::around(100, 100, 50)[0];
+        let places = LabelBox::around(110, 100, 50);
+        assert!(places[0].overlaps(&first));
+        assert!(!places[1].overlaps(&first));
+        assert!(first.inside(&(0..200, 0..200)));
+        assert!(!first.inside(&(0..120, 0..200)));
     }
 
     /// Entries that do not fit one row go to the next; none starts past
