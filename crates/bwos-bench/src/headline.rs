@@ -11,15 +11,17 @@ use std::fmt::Write as _;
 use std::fs;
 use std::io;
 use std::path::PathBuf;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::Args;
 
-use crate::asyncrt;
+use crate::r#async;
+use crate::experiment::{Measure, Options, Run};
 use crate::forkjoin;
 use crate::header::Header;
 use crate::http;
-use crate::options::{PlotOption, RunOptions, ThreadCounts, WorkerThreads};
+use crate::options::{NoThreads, OptionHelp, RunOptions, ThreadCounts, WorkerThreads};
+pub use crate::plot::Better;
+use crate::progress::Progress;
 use crate::queue;
 use crate::stats::Summary;
 
@@ -61,13 +63,6 @@ pub struct Point {
     pub runtime: &'static str,
     pub repetition: u32,
     pub value: f64,
-}
-
-/// Whether a larger value is better (throughput) or worse (time).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Better {
-    Higher,
-    Lower,
 }
 
 /// The row comparing `bwos` with `peer` over `points`: per workload, the
@@ -131,13 +126,53 @@ pub fn compare(
     })
 }
 
+/// The shared options of every experiment the table runs: `quick` as
+/// asked, 3 repetitions (pairs for the ratios), no files.
+fn run_options<H: OptionHelp>(quick: bool) -> RunOptions<H> {
+    RunOptions {
+        quick,
+        repetitions: Some(3),
+        ..RunOptions::default()
+    }
+}
+
 /// Runs the experiments and returns the table's rows.
 pub fn run(args: &HeadlineArgs) -> io::Result<Vec<Row>> {
-    let run = RunOptions {
-        quick: args.quick,
-        repetitions: Some(3),
-        json: None,
+    let quick = args.quick;
+    let queue = Options {
+        run: run_options(quick),
+        threads: NoThreads {},
+        own: queue::QueueArgs {
+            millis: if quick { 20 } else { 100 },
+            threads: 2,
+            only: vec![queue::Experiment::NoThief, queue::Experiment::OneThief],
+        },
     };
+    let forkjoin = Options {
+        run: run_options(quick),
+        threads: ThreadCounts::of(&[2]),
+        own: forkjoin::ForkJoinArgs::short(false),
+    };
+    let asynchronous = Options {
+        run: run_options(quick),
+        threads: WorkerThreads::of(2),
+        own: r#async::AsyncArgs { iterations: 10 },
+    };
+    let http = Options {
+        run: run_options(quick),
+        threads: WorkerThreads::of(2),
+        own: http::HttpArgs {
+            connections: vec![50, 200],
+            seconds: if quick { 1 } else { 3 },
+            ..http::HttpArgs::short()
+        },
+    };
+    let progress = Progress::new(&[
+        ("queue (owner alone and with one thief)", queue.plan()),
+        ("forkjoin (16 kernels, 2 threads)", forkjoin.plan()),
+        ("async (tokio's scheduler benchmarks)", asynchronous.plan()),
+        ("http (hyper hello world)", http.plan()),
+    ]);
     let mut rows = Vec::new();
     // One row per peer of an experiment, bwos against each.
     let mut add = |points: &[Point], peers: &[&'static str], better: Better, workload: &str| {
@@ -148,16 +183,9 @@ pub fn run(args: &HeadlineArgs) -> io::Result<Vec<Row>> {
         );
     };
 
-    eprintln!("headline: queue (owner alone and with one thief)");
-    let samples = queue::run(&queue::QueueArgs {
-        run: run.clone(),
-        plot: PlotOption::default(),
-        queue: queue::QueueOptions {
-            millis: if args.quick { 20 } else { 100 },
-            threads: 2,
-            only: vec![queue::Experiment::NoThief, queue::Experiment::OneThief],
-        },
-    });
+    let bar = progress.experiment(0, queue.plan().steps);
+    let samples = queue::run(&queue, &bar);
+    bar.finish();
     let points: Vec<Point> = samples
         .iter()
         .map(|s| Point {
@@ -179,11 +207,9 @@ pub fn run(args: &HeadlineArgs) -> io::Result<Vec<Row>> {
         "queue operations/s: owner alone and with one thief, LIFO and FIFO (BWoS Fig. 10-11)",
     );
 
-    eprintln!("headline: forkjoin (16 kernels, 2 threads)");
-    let mut forkjoin_args =
-        forkjoin::ForkJoinArgs::for_report(run.clone(), PlotOption::default(), false);
-    forkjoin_args.threads = ThreadCounts::of(&[2]);
-    let outcome = forkjoin::run(&forkjoin_args);
+    let bar = progress.experiment(1, forkjoin.plan().steps);
+    let outcome = forkjoin::run(&forkjoin, &bar);
+    bar.finish();
     if !outcome.failures.is_empty() {
         return Err(io::Error::other(outcome.failures.join("\n")));
     }
@@ -205,8 +231,9 @@ pub fn run(args: &HeadlineArgs) -> io::Result<Vec<Row>> {
         "fork/join time: the Nowa suite's 16 kernels, 2 threads",
     );
 
-    eprintln!("headline: async (tokio's scheduler benchmarks)");
-    let samples = asyncrt::run(&asyncrt::AsyncArgs::for_report(run.clone()));
+    let bar = progress.experiment(2, asynchronous.plan().steps);
+    let samples = r#async::run(&asynchronous, &bar);
+    bar.finish();
     let points: Vec<Point> = samples
         .iter()
         .map(|s| Point {
@@ -223,14 +250,10 @@ pub fn run(args: &HeadlineArgs) -> io::Result<Vec<Row>> {
         "async task time: tokio's 6 scheduler benchmarks, 2 workers",
     );
 
-    eprintln!("headline: http (hyper hello world under wrk)");
-    let mut http_args = http::HttpArgs::for_report(run.clone(), PlotOption::default());
-    http_args.threads = WorkerThreads { count: 2 };
-    http_args.connections = vec![50, 200];
-    http_args.seconds = if args.quick { 1 } else { 3 };
-    // `for_report` runs one repetition; the table wants pairs.
-    http_args.run.repetitions = run.repetitions;
-    let experiment = http::run(&http_args)?;
+    let bar = progress.experiment(3, http.plan().steps);
+    let experiment = http::run(&http, &bar)?;
+    bar.finish();
+    progress.finish();
     let mut connections: Vec<String> = Vec::new();
     for sample in &experiment.samples {
         let count = sample.connections.to_string();
@@ -270,7 +293,7 @@ pub fn render(header: &Header, rows: &[Row]) -> String {
          Each row: the geometric mean over its workloads of the median ratio \
          of bwos's speed to the peer's in paired repetitions (the runtimes \
          alternate); above 1, bwos is faster. Range: the per-workload medians.\n",
-        today(),
+        header.date,
         header.cpu_model,
         header.cores,
         header.os,
@@ -330,33 +353,20 @@ pub fn write_into(path: &std::path::Path, generated: &str) -> io::Result<()> {
     fs::write(path, spliced)
 }
 
-/// Today's date (UTC) as `YYYY-MM-DD`, from the system clock.
-fn today() -> String {
-    let seconds = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let (year, month, day) = civil_from_days((seconds / 86_400) as i64);
-    format!("{year:04}-{month:02}-{day:02}")
-}
-
-/// The proleptic Gregorian date of day `days` since 1970-01-01 (Howard
-/// Hinnant's `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = (day_of_year - (153 * month_index + 2) / 5 + 1) as u32;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    } as u32;
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    (year, month, day)
+/// The headline table: printed, and written into `--write`'s file.
+impl Run for HeadlineArgs {
+    fn run(&self) -> io::Result<()> {
+        let header = Header::collect();
+        print!("{}", header.render());
+        let rows = run(self)?;
+        let generated = render(&header, &rows);
+        print!("\n{generated}");
+        if let Some(path) = &self.write {
+            write_into(path, &generated)?;
+            println!("\nwritten into {}", path.display());
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -405,13 +415,5 @@ mod tests {
         );
         assert!(splice("no markers", "x").unwrap_err().contains(BEGIN));
         assert!(splice(BEGIN, "x").unwrap_err().contains(END));
-    }
-
-    #[test]
-    fn dates_are_civil_dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(59), (1970, 3, 1));
-        assert_eq!(civil_from_days(20_417), (2025, 11, 25));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
     }
 }

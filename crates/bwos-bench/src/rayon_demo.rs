@@ -26,7 +26,10 @@ use std::process::Command;
 
 use serde::Serialize;
 
-use crate::options::ThreadCounts;
+use crate::experiment::Run;
+use crate::header::Header;
+use crate::options::{ThreadCounts, ThreadsHelp};
+use crate::output;
 use crate::stats::Summary;
 
 /// The rayon release whose rayon-demo the command runs.
@@ -36,7 +39,6 @@ pub const RAYON_COMMIT: &str = "94d3d454";
 
 /// Options of `bwos-bench rayon-demo`.
 #[derive(Debug, Clone, clap::Args)]
-#[command(mut_arg("threads", |a| a.help("Thread counts (RAYON_NUM_THREADS), comma-separated or repeated (default: 2)")))]
 pub struct RayonDemoArgs {
     /// A checkout of the rayon repository at the 1.12.0 release
     #[arg(long, value_name = "DIR")]
@@ -49,10 +51,34 @@ pub struct RayonDemoArgs {
     pub filter: Option<String>,
     /// `--threads`.
     #[command(flatten)]
-    pub threads: ThreadCounts,
+    pub threads: ThreadCounts<RayonDemoArgs>,
     /// Write every sample to this JSON file
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+}
+
+impl ThreadsHelp for RayonDemoArgs {
+    const THREADS: &'static str =
+        "Thread counts (RAYON_NUM_THREADS), comma-separated or repeated (default: 2)";
+}
+
+impl Run for RayonDemoArgs {
+    fn run(&self) -> io::Result<()> {
+        let header = Header::collect();
+        print!("{}", header.render());
+        let rows = run(self)?;
+        print!("{}", table(&rows));
+        // The JSON body is an object: the header's fields sit beside `rows`.
+        #[derive(Serialize)]
+        struct Body<'a> {
+            rows: &'a [Row],
+        }
+        if let Some(path) = &self.json {
+            output::write_json(&header, &Body { rows: &rows }, path)?;
+            println!("\nwrote {}", path.display());
+        }
+        Ok(())
+    }
 }
 
 /// The two builds.

@@ -18,31 +18,22 @@
 use std::fmt::Write as _;
 use std::future::Future;
 use std::hint::black_box;
+use std::io;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::asyncrt::runtime::{AsyncRuntime, Bwos, Tokio};
-use crate::options::{RunOptions, WorkerThreads, repetitions_help};
+use crate::r#async::runtime::{AsyncRuntime, Bwos, Tokio};
+use crate::experiment::{self, About, Options, Results};
+use crate::options::{OptionHelp, WorkerThreads};
+use crate::output::Samples;
+use crate::plot::{BarSeries, Better, Chart, Figure};
+use crate::progress::{self, Bar};
 use crate::stats::Summary;
-
-/// Repetitions without `--repetitions`.
-pub const REPETITIONS: u32 = 5;
 
 /// Options of `bwos-bench services`.
 #[derive(Debug, Clone, clap::Args)]
-#[command(
-    mut_arg("quick", |a| a.help("A smoke run: one repetition, 2,000 timer tasks, 500 blocking closures")),
-    mut_arg("repetitions", repetitions_help("Repetitions (each starts both runtimes afresh)", REPETITIONS)),
-    mut_arg("threads", |a| a.help("Worker threads of both runtimes")),
-)]
 pub struct ServicesArgs {
-    /// `--quick`, `--repetitions`, `--json`.
-    #[command(flatten)]
-    pub run: RunOptions,
-    /// `--threads`.
-    #[command(flatten)]
-    pub threads: WorkerThreads,
     /// Tasks of the timer workload.
     #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
     pub tasks: u32,
@@ -52,6 +43,59 @@ pub struct ServicesArgs {
     /// Closures of the spawn_blocking workload.
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
     pub blocking: u32,
+}
+
+impl OptionHelp for ServicesArgs {
+    const QUICK: &'static str =
+        "A smoke run: one repetition, 2,000 timer tasks, 500 blocking closures";
+    const REPETITIONS: &'static str = "Repetitions (each starts both runtimes afresh)";
+    const DEFAULT_REPETITIONS: u32 = 5;
+    const PLOT: &'static str =
+        "Write an SVG plot (bwos against tokio, figure by figure) into this directory";
+    const THREADS: &'static str = "Worker threads of both runtimes";
+}
+
+impl experiment::Experiment for ServicesArgs {
+    const NAME: &'static str = "services";
+    const ABOUT: About = About {
+        measures: "Timers (sleeping tasks, timeouts that fire and that do not) and \
+                   spawn_blocking on bwos and tokio: wall time and how late wake-ups come.",
+        better: "Lower wall time and lateness are better; tokio/bwos above 1 means bwos is \
+                 better.",
+        paper: None,
+    };
+    type Threads = WorkerThreads<ServicesArgs>;
+    type Body = Samples<Sample>;
+
+    fn plan(options: &Options<Self>) -> progress::Plan {
+        let (tasks, blocking) = sizes(options);
+        let steps = 4 * u64::from(options.run.repetitions(1));
+        let seconds = options.own.max_sleep_ms as f64 / 1e3
+            + f64::from(tasks) * 2e-6
+            + f64::from(blocking) * 5e-6;
+        progress::Plan::steps(steps, seconds + 0.05)
+    }
+
+    fn run(options: &Options<Self>, bar: &Bar) -> io::Result<Results<Samples<Sample>>> {
+        let samples = run(options, bar);
+        Ok(Results {
+            tables: tables(&samples),
+            figures: vec![figure(&samples)],
+            result: None,
+            failures: Vec::new(),
+            body: Samples { samples },
+        })
+    }
+}
+
+/// Timer tasks and blocking closures, after `--quick`.
+fn sizes(options: &Options<ServicesArgs>) -> (u32, u32) {
+    let args = &options.own;
+    if options.run.quick {
+        (args.tasks.min(2_000), args.blocking.min(500))
+    } else {
+        (args.tasks, args.blocking)
+    }
 }
 
 /// One workload on one runtime in one repetition.
@@ -114,59 +158,54 @@ impl Services for Tokio {
 }
 
 /// Runs the benchmark and returns its samples.
-pub fn run(args: &ServicesArgs) -> Vec<Sample> {
-    let repetitions = args.run.repetitions(REPETITIONS, 1);
-    let (tasks, blocking) = if args.run.quick {
-        (args.tasks.min(2_000), args.blocking.min(500))
-    } else {
-        (args.tasks, args.blocking)
-    };
-    let max_sleep = Duration::from_millis(args.max_sleep_ms);
-    let threads = args.threads.count as usize;
+pub fn run(options: &Options<ServicesArgs>, bar: &Bar) -> Vec<Sample> {
+    let repetitions = options.run.repetitions(1);
+    let (tasks, blocking) = sizes(options);
+    let max_sleep = Duration::from_millis(options.own.max_sleep_ms);
+    let threads = options.threads.count as usize;
     let mut samples = Vec::new();
     for repetition in 0..repetitions {
         for offset in 0..2 {
+            let turn = Turn {
+                threads,
+                tasks,
+                max_sleep,
+                blocking,
+                repetition,
+            };
+            bar.set_message(format!("repetition {} of {repetitions}", repetition + 1));
             if (repetition + offset) % 2 == 0 {
-                measure::<Bwos>(
-                    threads,
-                    tasks,
-                    max_sleep,
-                    blocking,
-                    repetition,
-                    &mut samples,
-                );
+                measure::<Bwos>(&turn, bar, &mut samples);
             } else {
-                measure::<Tokio>(
-                    threads,
-                    tasks,
-                    max_sleep,
-                    blocking,
-                    repetition,
-                    &mut samples,
-                );
+                measure::<Tokio>(&turn, bar, &mut samples);
             }
         }
-        eprintln!(
-            "services: repetition {} of {repetitions} done",
-            repetition + 1
-        );
     }
     samples
 }
 
-fn measure<R: Services>(
+/// One runtime's turn in one repetition.
+struct Turn {
     threads: usize,
     tasks: u32,
     max_sleep: Duration,
     blocking: u32,
     repetition: u32,
-    samples: &mut Vec<Sample>,
-) {
-    let rt = R::start(threads);
-    samples.push(timers::<R>(&rt, tasks, max_sleep, repetition));
+}
+
+fn measure<R: Services>(turn: &Turn, bar: &Bar, samples: &mut Vec<Sample>) {
+    let rt = R::start(turn.threads);
+    samples.push(timers::<R>(
+        &rt,
+        turn.tasks,
+        turn.max_sleep,
+        turn.repetition,
+    ));
+    bar.step();
     // Let the workers settle between the workloads.
     std::thread::sleep(Duration::from_millis(20));
-    samples.push(spawn_blocking::<R>(&rt, blocking, repetition));
+    samples.push(spawn_blocking::<R>(&rt, turn.blocking, turn.repetition));
+    bar.step();
 }
 
 /// A task's random sleep: a fixed pseudo-random spread over
@@ -271,6 +310,47 @@ fn series(
     picked.iter().filter_map(|s| value(s)).collect()
 }
 
+/// A workload, a figure of it and its value in a sample.
+type Measured = (&'static str, &'static str, fn(&Sample) -> Option<f64>);
+
+/// What the table and the plot show.
+const FIGURES: [Measured; 5] = [
+    ("timers", "wall ms", |s| Some(s.wall_ms)),
+    ("timers", "sleep lateness p50 µs", |s| s.sleep_late_p50_us),
+    ("timers", "sleep lateness p99 µs", |s| s.sleep_late_p99_us),
+    ("timers", "timeout lateness p99 µs", |s| {
+        s.timeout_late_p99_us
+    }),
+    ("spawn_blocking", "wall ms", |s| Some(s.wall_ms)),
+];
+
+/// tokio's over bwos's, figure by figure (paired, median).
+fn figure(samples: &[Sample]) -> Figure {
+    let values = FIGURES
+        .iter()
+        .map(|(workload, _, value)| {
+            let bwos = series(samples, workload, Bwos::NAME, *value);
+            let tokio = series(samples, workload, Tokio::NAME, *value);
+            Summary::of_ratios(&tokio, &bwos).map(|r| r.median)
+        })
+        .collect();
+    Figure {
+        file: "services.svg".into(),
+        title: "Timers and spawn_blocking: tokio's figure over bwos's".into(),
+        better: Better::Higher,
+        note: "above 1, bwos is faster or wakes closer to the deadline; paired, median".into(),
+        chart: Chart::Bars {
+            value_label: "tokio's value / bwos's value".into(),
+            categories: FIGURES
+                .iter()
+                .map(|(workload, figure, _)| format!("{workload}: {figure}"))
+                .collect(),
+            series: vec![BarSeries::new("tokio / bwos", values)],
+            reference: Some((1.0, "as good as tokio".into())),
+        },
+    }
+}
+
 /// The result table: per workload and figure, each runtime's median
 /// (min-max over repetitions) and the paired ratio tokio/bwos.
 pub fn tables(samples: &[Sample]) -> String {
@@ -280,17 +360,7 @@ pub fn tables(samples: &[Sample]) -> String {
          above 1, bwos is faster (for lateness: bwos wakes closer to the deadline)\n\n\
          | workload | figure | bwos | tokio | tokio/bwos |\n|---|---|---|---|---|\n",
     );
-    type Figure = (&'static str, &'static str, fn(&Sample) -> Option<f64>);
-    let figures: [Figure; 5] = [
-        ("timers", "wall ms", |s| Some(s.wall_ms)),
-        ("timers", "sleep lateness p50 us", |s| s.sleep_late_p50_us),
-        ("timers", "sleep lateness p99 us", |s| s.sleep_late_p99_us),
-        ("timers", "timeout lateness p99 us", |s| {
-            s.timeout_late_p99_us
-        }),
-        ("spawn_blocking", "wall ms", |s| Some(s.wall_ms)),
-    ];
-    for (workload, figure, value) in figures {
+    for (workload, figure, value) in FIGURES {
         let bwos = series(samples, workload, Bwos::NAME, value);
         let tokio = series(samples, workload, Tokio::NAME, value);
         let cell = |values: &[f64]| match Summary::of(values) {
@@ -314,6 +384,7 @@ pub fn tables(samples: &[Sample]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiment::Experiment;
 
     #[test]
     fn percentiles_take_the_nearest_rank() {
@@ -332,20 +403,28 @@ mod tests {
         assert!(sleeps.iter().any(|&s| s > max * 9 / 10));
     }
 
+    /// Also: the steps the plan counts are the steps the run takes, so
+    /// the progress bar's total is right before it starts (mutation: no
+    /// `bar.step()` after the spawn_blocking workload).
     #[test]
     fn a_quick_run_measures_both_runtimes() {
-        let args = ServicesArgs {
-            run: RunOptions {
+        let options = Options {
+            run: crate::options::RunOptions {
                 quick: true,
-                ..RunOptions::default()
+                ..Default::default()
             },
-            threads: WorkerThreads { count: 2 },
-            tasks: 200,
-            max_sleep_ms: 5,
-            blocking: 50,
+            threads: WorkerThreads::of(2),
+            own: ServicesArgs {
+                tasks: 200,
+                max_sleep_ms: 5,
+                blocking: 50,
+            },
         };
-        let samples = run(&args);
+        let bar = Bar::hidden();
+        let samples = run(&options, &bar);
         assert_eq!(samples.len(), 4);
+        // Every step planned is taken: the bar ends full.
+        assert_eq!(bar.position(), ServicesArgs::plan(&options).steps);
         let table = tables(&samples);
         assert!(table.contains("| timers | wall ms |"), "{table}");
         assert!(table.contains("| spawn_blocking | wall ms |"), "{table}");

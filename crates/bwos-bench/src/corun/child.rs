@@ -359,3 +359,9 @@ pub fn run(args: &ChildArgs) -> io::Result<()> {
     drop(runner);
     Ok(())
 }
+
+impl crate::experiment::Run for ChildArgs {
+    fn run(&self) -> io::Result<()> {
+        run(self)
+    }
+}

@@ -33,39 +33,23 @@
 pub mod child;
 mod report;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Write};
 use std::num::NonZero;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
-use crate::options::{PlotOption, RunOptions, ThreadCounts, repetitions_help};
+use crate::experiment::{self, About, Options, Paper, Results};
+use crate::options::{OptionHelp, ThreadCounts};
+use crate::output::Samples;
+use crate::progress::{self, Bar};
 pub use child::ChildArgs;
 use child::{ChildReport, Config, Program, Selector};
-pub use report::{plots, tables};
-
-/// Repetitions of every measurement without `--repetitions`.
-pub const REPETITIONS: u32 = 5;
 
 /// Options of `bwos-bench corun`.
 #[derive(Debug, Clone, Args)]
-#[command(
-    mut_arg("quick", |a| a.help("A short smoke run: one repetition, short runs, small inputs")),
-    mut_arg("repetitions", repetitions_help("Repetitions of every measurement (interleaved across configurations)", REPETITIONS)),
-    mut_arg("threads", |a| a.help("Workers per program, comma-separated or repeated (default: the number of cores, and twice that)")),
-)]
 pub struct CorunArgs {
-    /// `--quick`, `--repetitions`, `--json`.
-    #[command(flatten)]
-    pub run: RunOptions,
-    /// `--plot`.
-    #[command(flatten)]
-    pub plot: PlotOption,
-    /// `--threads`.
-    #[command(flatten)]
-    pub threads: ThreadCounts,
     /// Target seconds of measured iterations per program and run.
     #[arg(long, default_value_t = 0.5)]
     pub seconds: f64,
@@ -77,21 +61,73 @@ pub struct CorunArgs {
     pub skip_policies: bool,
 }
 
-impl CorunArgs {
-    /// The short co-run of `report`: one repetition of 0.3 s runs, the
-    /// default sizes, with the report's `run` and `plot` options.
-    pub fn for_report(run: RunOptions, plot: PlotOption) -> Self {
-        CorunArgs {
-            run: RunOptions {
-                repetitions: Some(1),
-                ..run
-            },
-            plot,
+impl OptionHelp for CorunArgs {
+    const QUICK: &'static str = "A short smoke run: one repetition, short runs, small inputs";
+    const REPETITIONS: &'static str =
+        "Repetitions of every measurement (interleaved across configurations)";
+    const DEFAULT_REPETITIONS: u32 = 5;
+    const PLOT: &'static str = "Write SVG plots (average unfairness and throughput per \
+         configuration, per worker count) into this directory";
+    const THREADS: &'static str = "Workers per program, comma-separated or repeated (default: \
+         the number of cores, and twice that)";
+}
+
+impl experiment::Experiment for CorunArgs {
+    const NAME: &'static str = "corun";
+    const ABOUT: About = About {
+        measures: "Two programs at once on the same cores (fib with fib, fib with a tree sum, \
+                   each with LOOP), as separate processes, on bwos with each idle policy, rayon \
+                   and chili: each program's slowdown against running alone, the unfairness \
+                   (larger slowdown minus smaller) and the throughput (weighted speedup); also \
+                   the solo cost of each idle policy, oversubscription and the stealing \
+                   policies.",
+        better: "Lower unfairness is better; higher throughput is better (2 is perfect, 1 is no \
+                 better than running the programs one after the other).",
+        paper: Some(Paper {
+            figure: "BWS (EuroSys'12), Figures 2 and 3",
+            claim: "Against Cilk++ with ABP's yielding, BWS reduces the average unfairness from \
+                    124% to 20% and improves the average throughput by 12.5%.",
+            machine: "four Intel Xeon 7560 (32 cores), Linux 2.6.36 with BWS's kernel support",
+            threads: "32 workers per program",
+            differs: "BWS relies on a kernel extension (yield_to a given thread, a \
+                      sleep/wake-up protocol the OS knows of) that bwos's user-space idle \
+                      policies approximate, the pairs here are three small programs rather \
+                      than the paper's eight benchmarks, and on few cores a single descheduled \
+                      worker weighs much more.",
+        }),
+    };
+    type Threads = ThreadCounts<CorunArgs>;
+    type Body = Samples<Sample>;
+
+    fn plan(options: &Options<Self>) -> progress::Plan {
+        let settings = Settings::of(options);
+        // Every measurement runs its programs for `seconds`, after a
+        // start-up, calibration and the other's tail.
+        progress::Plan::steps(settings.measurements(), 3.0 * settings.seconds + 0.3)
+    }
+
+    fn run(options: &Options<Self>, bar: &Bar) -> io::Result<Results<Samples<Sample>>> {
+        let samples = run(options, bar);
+        Ok(Results {
+            tables: report::tables(&samples),
+            figures: report::figures(&samples),
+            result: report::result(&samples),
+            failures: Vec::new(),
+            body: Samples { samples },
+        })
+    }
+
+    /// One repetition of 0.3 s runs, the default sizes.
+    fn for_report(report: &crate::report::Settings) -> Option<Options<Self>> {
+        Some(Options {
+            run: report.run_options(report.json_beside(Self::NAME), Some(1)),
             threads: ThreadCounts::default(),
-            seconds: 0.3,
-            configs: Vec::new(),
-            skip_policies: false,
-        }
+            own: CorunArgs {
+                seconds: 0.3,
+                configs: Vec::new(),
+                skip_policies: false,
+            },
+        })
     }
 }
 
@@ -214,13 +250,13 @@ fn measure(args: &[ChildArgs]) -> Vec<ChildReport> {
     reports
 }
 
-fn child_args(args: &CorunArgs, program: Program, config: Config, threads: usize) -> ChildArgs {
+fn child_args(settings: &Settings, program: Program, config: Config, threads: usize) -> ChildArgs {
     ChildArgs {
         program,
         config,
         threads,
-        seconds: if args.run.quick { 0.05 } else { args.seconds },
-        quick: args.run.quick,
+        seconds: settings.seconds,
+        quick: settings.quick,
         selector: Selector::Random,
         probabilistic: false,
         block: false,
@@ -244,49 +280,75 @@ const IDLE_CONFIGS: [Config; 4] = [
     Config::BwosBalanced,
 ];
 
-/// Runs the whole experiment; returns every sample.
-pub fn run(args: &CorunArgs) -> Vec<Sample> {
-    let cores = std::thread::available_parallelism().map_or(1, NonZero::get);
-    let thread_counts = args.threads.or_else(|| {
-        if args.run.quick {
-            vec![cores]
-        } else {
-            vec![cores, 2 * cores]
+/// What a run measures, after `--quick` and the defaults.
+struct Settings {
+    cores: usize,
+    quick: bool,
+    seconds: f64,
+    thread_counts: Vec<usize>,
+    configs: Vec<Config>,
+    repetitions: u32,
+    oversubscribed: [usize; 2],
+    policies: bool,
+}
+
+impl Settings {
+    fn of(options: &Options<CorunArgs>) -> Settings {
+        let args = &options.own;
+        let quick = options.run.quick;
+        let cores = std::thread::available_parallelism().map_or(1, NonZero::get);
+        Settings {
+            cores,
+            quick,
+            seconds: if quick { 0.05 } else { args.seconds },
+            thread_counts: options.threads.or_else(|| {
+                if quick {
+                    vec![cores]
+                } else {
+                    vec![cores, 2 * cores]
+                }
+            }),
+            configs: if args.configs.is_empty() {
+                vec![
+                    Config::BwosSpin,
+                    Config::BwosYield,
+                    Config::BwosPark,
+                    Config::BwosBalanced,
+                    Config::BwosBalancedNoYtv,
+                    Config::Rayon,
+                    Config::Chili,
+                ]
+            } else {
+                args.configs.clone()
+            },
+            repetitions: options.run.repetitions(1),
+            oversubscribed: [cores, 4 * cores],
+            policies: !args.skip_policies,
         }
-    });
-    let configs: Vec<Config> = if args.configs.is_empty() {
-        vec![
-            Config::BwosSpin,
-            Config::BwosYield,
-            Config::BwosPark,
-            Config::BwosBalanced,
-            Config::BwosBalancedNoYtv,
-            Config::Rayon,
-            Config::Chili,
-        ]
-    } else {
-        args.configs.clone()
-    };
-    let repetitions = args.run.repetitions(REPETITIONS, 1);
-    let oversubscribed = [cores, 4 * cores];
-    let policy_runs = if args.skip_policies {
-        0
-    } else {
-        Selector::ALL.len() * 4 * 2
-    };
-    let total = repetitions as usize
-        * (thread_counts.len() * (configs.len() * (2 + PAIRS.len()) + 1)
-            + configs.len() * 2
+    }
+
+    /// Measurements (solo runs and co-runs) in all.
+    fn measurements(&self) -> u64 {
+        let policy_runs = if self.policies {
+            Selector::ALL.len() * 4 * 2
+        } else {
+            0
+        };
+        let per_repetition = self.thread_counts.len()
+            * (self.configs.len() * (2 + PAIRS.len()) + 1)
+            + self.configs.len() * 2
             + 1
-            + IDLE_CONFIGS.len() * 2 * oversubscribed.len()
-            + policy_runs);
-    let progress = ProgressBar::new(total as u64);
-    progress.set_style(
-        ProgressStyle::with_template("{prefix:>10} [{bar:30}] {pos}/{len} {msg}")
-            .expect("a valid template")
-            .progress_chars("=> "),
-    );
-    progress.set_prefix("corun");
+            + IDLE_CONFIGS.len() * 2 * self.oversubscribed.len()
+            + policy_runs;
+        self.repetitions as u64 * per_repetition as u64
+    }
+}
+
+/// Runs the whole experiment; returns every sample.
+pub fn run(options: &Options<CorunArgs>, bar: &Bar) -> Vec<Sample> {
+    let settings = Settings::of(options);
+    let cores = settings.cores;
+    let repetitions = settings.repetitions;
     let mut samples = Vec::new();
     // Runs the programs of `run` at once (one: a solo run) and records
     // their reports.
@@ -304,57 +366,68 @@ pub fn run(args: &CorunArgs) -> Vec<Sample> {
             block: first.block,
             reports,
         });
-        progress.inc(1);
+        bar.step();
     };
     let fair_workers = (cores / 2).max(1);
+    let of = |repetition: u32| format!("repetition {} of {repetitions}", repetition + 1);
     for repetition in 0..repetitions {
-        let mut order = configs.clone();
+        let mut order = settings.configs.clone();
         if repetition % 2 == 1 {
             order.reverse();
         }
         // LOOP has no runtime: one solo per repetition and worker count.
-        let loop_solo = |threads| [child_args(args, Program::Loop, Config::BwosPark, threads)];
-        for &threads in &thread_counts {
-            progress.set_message(format!("co-runs, {threads} workers each"));
+        let loop_solo = |threads| {
+            [child_args(
+                &settings,
+                Program::Loop,
+                Config::BwosPark,
+                threads,
+            )]
+        };
+        for &threads in &settings.thread_counts {
+            bar.set_message(format!(
+                "co-runs, {threads} workers each, {}",
+                of(repetition)
+            ));
             measure_run(Section::Corun, &loop_solo(threads), repetition);
             for &config in &order {
                 for program in [Program::Fib, Program::Tree] {
-                    let solo = [child_args(args, program, config, threads)];
+                    let solo = [child_args(&settings, program, config, threads)];
                     measure_run(Section::Corun, &solo, repetition);
                 }
                 for (a, b) in PAIRS {
                     let pair = [
-                        child_args(args, a, config, threads),
-                        child_args(args, b, config, threads),
+                        child_args(&settings, a, config, threads),
+                        child_args(&settings, b, config, threads),
                     ];
                     measure_run(Section::Corun, &pair, repetition);
                 }
             }
         }
-        progress.set_message("fair-share references");
+        bar.set_message(format!("fair-share references, {}", of(repetition)));
         measure_run(Section::FairShare, &loop_solo(fair_workers), repetition);
         for &config in &order {
             for program in [Program::Fib, Program::Tree] {
-                let solo = [child_args(args, program, config, fair_workers)];
+                let solo = [child_args(&settings, program, config, fair_workers)];
                 measure_run(Section::FairShare, &solo, repetition);
             }
         }
-        progress.set_message("oversubscribed");
+        bar.set_message(format!("oversubscribed, {}", of(repetition)));
         for config in IDLE_CONFIGS {
             for program in [Program::Fib, Program::Tree] {
-                for threads in oversubscribed {
-                    let solo = [child_args(args, program, config, threads)];
+                for threads in settings.oversubscribed {
+                    let solo = [child_args(&settings, program, config, threads)];
                     measure_run(Section::Oversubscribed, &solo, repetition);
                 }
             }
         }
-        if !args.skip_policies {
-            progress.set_message("stealing policies");
+        if settings.policies {
+            bar.set_message(format!("stealing policies, {}", of(repetition)));
             for selector in Selector::ALL {
                 for probabilistic in [false, true] {
                     for block in [false, true] {
                         for program in [Program::Fib, Program::Tree] {
-                            let mut solo = child_args(args, program, Config::BwosPark, cores);
+                            let mut solo = child_args(&settings, program, Config::BwosPark, cores);
                             solo.selector = selector;
                             solo.probabilistic = probabilistic;
                             solo.block = block;
@@ -365,6 +438,5 @@ pub fn run(args: &CorunArgs) -> Vec<Sample> {
             }
         }
     }
-    progress.finish_and_clear();
     samples
 }

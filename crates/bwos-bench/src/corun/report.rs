@@ -1,12 +1,10 @@
 //! Tables, JSON and plots of `bwos-bench corun`.
 
 use std::fmt::Write as _;
-use std::io;
-use std::path::Path;
 
 use super::child::{Config, Program, Selector};
 use super::{PAIRS, Sample, Section};
-use crate::report::{Series, line_plot};
+use crate::plot::{BarSeries, Better, Chart, Figure};
 use crate::stats::Summary;
 
 fn program_name(program: Program) -> &'static str {
@@ -459,38 +457,102 @@ fn stats(out: &mut String, samples: &[Sample]) {
     }
 }
 
-/// Draws, per worker count, the average unfairness and throughput of
-/// every configuration into `dir`; returns the files written.
-pub fn plots(samples: &[Sample], dir: &Path) -> io::Result<Vec<String>> {
+/// This machine's figures for the BWS paper's averages: per-pair
+/// unfairness and throughput averaged over the pairs, at the first worker
+/// count (the core count), for each configuration, and the fair share's.
+pub fn result(samples: &[Sample]) -> Option<String> {
+    let threads = *thread_counts(samples, Section::Corun).first()?;
     let configs = configs_in(samples, Section::Corun);
-    let mut written = Vec::new();
+    let described: Vec<String> = configs
+        .iter()
+        .filter_map(|&config| {
+            let (unfairness, throughput) = averages(samples, config, threads, false)?;
+            Some(format!(
+                "{} {:.0}% / {throughput:.2}",
+                config.name(),
+                unfairness * 100.0
+            ))
+        })
+        .collect();
+    let fair = configs
+        .first()
+        .and_then(|&config| averages(samples, config, threads, true))
+        .map_or(String::new(), |(u, t)| {
+            format!(
+                "; an even, waste-free split of the cores would give {:.0}% / {t:.2}",
+                u * 100.0
+            )
+        });
+    (!described.is_empty()).then(|| {
+        format!(
+            "with {threads} workers per program, average unfairness / throughput over the {} \
+             pairs: {}{fair}.",
+            PAIRS.len(),
+            described.join(", ")
+        )
+    })
+}
+
+/// Per worker count, the average unfairness and the average throughput of
+/// every configuration, each a figure of its own, with the fair-share
+/// reference beside each bar.
+pub fn figures(samples: &[Sample]) -> Vec<Figure> {
+    let configs = configs_in(samples, Section::Corun);
+    let categories: Vec<String> = configs.iter().map(|c| c.name().to_string()).collect();
+    let mut figures = Vec::new();
     for threads in thread_counts(samples, Section::Corun) {
-        let points = |pick: fn((f64, f64)) -> f64| -> Vec<(f64, f64)> {
+        let values = |reference: bool, pick: fn((f64, f64)) -> f64| -> Vec<Option<f64>> {
             configs
                 .iter()
-                .enumerate()
-                .filter_map(|(i, &c)| Some((i as f64, pick(averages(samples, c, threads, false)?))))
+                .map(|&c| averages(samples, c, threads, reference).map(pick))
                 .collect()
         };
-        let series: Vec<Series> = vec![
-            ("average unfairness (fraction)", points(|a| a.0)),
-            ("average throughput (weighted speedup)", points(|a| a.1)),
-        ];
-        let name = format!("corun-{threads}-workers.svg");
-        let label = |x: &f64| {
-            configs
-                .get(x.round() as usize)
-                .map_or(String::new(), |c| c.name().to_string())
+        let has_reference = values(true, |a| a.0).iter().any(Option::is_some);
+        let series = |pick: fn((f64, f64)) -> f64| {
+            let mut series = vec![BarSeries::new("co-run", values(false, pick))];
+            if has_reference {
+                series.push(BarSeries::new(
+                    "fair-share reference (each alone on half the cores)",
+                    values(true, pick),
+                ));
+            }
+            series
         };
-        line_plot(
-            &dir.join(&name),
-            &format!("co-runs, {threads} workers per program"),
-            "configuration",
-            "unfairness / throughput",
-            &series,
-            Some(&label),
-        )?;
-        written.push(dir.join(name).display().to_string());
+        figures.push(Figure {
+            file: format!("corun-{threads}-workers-unfairness.svg"),
+            title: format!(
+                "Co-runs, {threads} workers per program: unfairness per configuration (BWS Fig. 2)"
+            ),
+            better: Better::Lower,
+            note: format!(
+                "the larger slowdown minus the smaller, averaged over the {} pairs",
+                PAIRS.len()
+            ),
+            chart: Chart::Bars {
+                value_label: "average unfairness (%)".into(),
+                categories: categories.clone(),
+                series: series(|a| a.0 * 100.0),
+                reference: None,
+            },
+        });
+        figures.push(Figure {
+            file: format!("corun-{threads}-workers-throughput.svg"),
+            title: format!(
+                "Co-runs, {threads} workers per program: throughput per configuration (BWS Fig. 3)"
+            ),
+            better: Better::Higher,
+            note: "weighted speedup, the sum of T_solo / T_corun over the pair; 2 is perfect"
+                .into(),
+            chart: Chart::Bars {
+                value_label: "average throughput (weighted speedup)".into(),
+                categories: categories.clone(),
+                series: series(|a| a.1),
+                reference: Some((
+                    1.0,
+                    "no better than running them one after the other".into(),
+                )),
+            },
+        });
     }
-    Ok(written)
+    figures
 }

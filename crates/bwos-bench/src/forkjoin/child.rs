@@ -349,3 +349,9 @@ mod tests {
         );
     }
 }
+
+impl crate::experiment::Run for ChildArgs {
+    fn run(&self) -> io::Result<()> {
+        run(self)
+    }
+}

@@ -113,3 +113,10 @@ pub fn run(args: &JoinPathArgs) {
         args.threads
     );
 }
+
+impl crate::experiment::Run for JoinPathArgs {
+    fn run(&self) -> std::io::Result<()> {
+        run(self);
+        Ok(())
+    }
+}

@@ -18,45 +18,29 @@ pub(crate) mod kernels;
 mod report;
 pub(crate) mod runtime;
 
-use std::io::Read;
+use std::io::{self, Read};
 use std::process::{Command, ExitStatus, Stdio};
 use std::thread;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use wait_timeout::ChildExt;
 
-use crate::options::{PlotOption, RunOptions, ThreadCounts, repetitions_help};
+use crate::experiment::{self, About, Options, Paper, Results};
+use crate::options::{OptionHelp, ThreadCounts};
+use crate::output::Samples;
+use crate::progress::{self, Bar};
 use child::ChildReport;
 pub use kernels::{Scale, Suite};
-pub use report::{plots, tables};
 
 /// The default `--child-timeout`: ten minutes, far above any measurement
 /// of the suite (the paper-scale serial runs take seconds).
 pub const DEFAULT_CHILD_TIMEOUT_SECS: u64 = 600;
 
-/// Repetitions of every configuration without `--repetitions`.
-pub const REPETITIONS: u32 = 5;
-
 /// Options of `bwos-bench forkjoin`.
 #[derive(Debug, Clone, Args)]
-#[command(
-    mut_arg("quick", |a| a.help("A smoke run: quick inputs, 2 repetitions, 1 and 2 threads")),
-    mut_arg("repetitions", repetitions_help("Repetitions of every configuration (interleaved across runtimes)", REPETITIONS)),
-    mut_arg("threads", |a| a.help("Thread counts to run, comma-separated or repeated [default: 1,2,4,8]")),
-)]
 pub struct ForkJoinArgs {
-    /// `--quick`, `--repetitions`, `--json`.
-    #[command(flatten)]
-    pub run: RunOptions,
-    /// `--plot`.
-    #[command(flatten)]
-    pub plot: PlotOption,
-    /// `--threads`.
-    #[command(flatten)]
-    pub threads: ThreadCounts,
     /// Target milliseconds of timed runs per measurement (the run count is
     /// set from the serial time; at least one run).
     #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=600_000))]
@@ -73,22 +57,80 @@ pub struct ForkJoinArgs {
     pub child_timeout: u64,
 }
 
+impl OptionHelp for ForkJoinArgs {
+    const QUICK: &'static str = "A smoke run: quick inputs, 2 repetitions, 1 and 2 threads";
+    const REPETITIONS: &'static str =
+        "Repetitions of every configuration (interleaved across runtimes)";
+    const DEFAULT_REPETITIONS: u32 = 5;
+    const PLOT: &'static str = "Write SVG plots (speedup against threads per kernel, Nowa's \
+         Figure 7; speedup per kernel at each thread count) into this directory";
+    const THREADS: &'static str =
+        "Thread counts to run, comma-separated or repeated [default: 1,2,4,8]";
+}
+
 impl ForkJoinArgs {
-    /// The options `report` uses: small inputs (paper-scale with `full`),
-    /// at most 3 repetitions, with the report's `run` and `plot` options.
-    pub fn for_report(run: RunOptions, plot: PlotOption, full: bool) -> Self {
+    /// The suite `report` (and `headline`) run: small inputs (paper-scale
+    /// with `full`), 200 ms per measurement.
+    pub fn short(full: bool) -> Self {
         ForkJoinArgs {
-            run: RunOptions {
-                repetitions: Some(run.repetitions.map_or(3, |n| n.min(3))),
-                ..run
-            },
-            plot,
-            threads: ThreadCounts::default(),
             millis: 200,
             only: Vec::new(),
             scale: if full { Scale::Paper } else { Scale::Small },
             child_timeout: DEFAULT_CHILD_TIMEOUT_SECS,
         }
+    }
+}
+
+impl experiment::Experiment for ForkJoinArgs {
+    const NAME: &'static str = "forkjoin";
+    const ABOUT: About = About {
+        measures: "Time of the Nowa paper's fork/join kernels (the Cilk benchmarks of Table I, \
+                   skynet, UTS, a sum) on the serial elision, bwos `join`, rayon and chili, and \
+                   of their async forms on `bwos::fork`, each measurement in a process of its \
+                   own, every result checked against the serial elision's.",
+        better: "Higher speedup (T_S / T_n) is better; \"bwos faster than X\" above 1 means bwos \
+                 is faster.",
+        paper: Some(Paper {
+            figure: "Nowa (IPDPS'21), Figure 7 and its averages",
+            claim: "On 256 threads Nowa is on average (geometric mean of speedups) 1.06x Fibril, \
+                    1.5x Cilk Plus and 3.02x TBB; without knapsack 1.17x, 1.62x and 3.84x.",
+            machine: "two AMD EPYC 7702 (128 cores, 256 hardware threads, 503 GiB)",
+            threads: "1 to 256 threads, the averages at 256",
+            differs: "bwos, rayon and chili are Rust runtimes compared on a few threads, where \
+                      scheduling overheads weigh less than among 256 threads and kernels with \
+                      tiny tasks (fib, nqueens) decide most of the difference.",
+        }),
+    };
+    type Threads = ThreadCounts<ForkJoinArgs>;
+    type Body = Samples<Sample>;
+
+    fn plan(options: &Options<Self>) -> progress::Plan {
+        let settings = Settings::of(options);
+        let per_kernel = 1 + settings.per_kernel() as u64 * u64::from(settings.repetitions);
+        // A child: its process, the probe-sized runs, some slack.
+        let child_seconds = settings.target.as_secs_f64() + 0.15;
+        progress::Plan::steps(settings.kernels.len() as u64 * per_kernel, child_seconds)
+    }
+
+    fn run(options: &Options<Self>, bar: &Bar) -> io::Result<Results<Samples<Sample>>> {
+        let outcome = run(options, bar);
+        let samples = outcome.samples;
+        Ok(Results {
+            tables: report::tables(&samples),
+            figures: report::figures(&samples),
+            result: report::result(&samples),
+            failures: outcome.failures,
+            body: Samples { samples },
+        })
+    }
+
+    fn for_report(report: &crate::report::Settings) -> Option<Options<Self>> {
+        let repetitions = Some(report.repetitions.map_or(3, |n| n.min(3)));
+        Some(Options {
+            run: report.run_options(report.json_beside(Self::NAME), repetitions),
+            threads: ThreadCounts::default(),
+            own: ForkJoinArgs::short(report.full),
+        })
     }
 }
 
@@ -282,84 +324,113 @@ fn spawn_child(run: &ChildRun) -> Result<ChildReport, String> {
     serde_json::from_str(line).map_err(|e| format!("{what}: unreadable child report {line:?}: {e}"))
 }
 
+/// What a run measures, after `--quick` and the defaults.
+struct Settings {
+    repetitions: u32,
+    scale: Scale,
+    target: Duration,
+    thread_counts: Vec<usize>,
+    kernels: Vec<Suite>,
+    timeout: Duration,
+}
+
+impl Settings {
+    fn of(options: &Options<ForkJoinArgs>) -> Settings {
+        let args = &options.own;
+        let (scale, target, mut thread_counts) = if options.run.quick {
+            (Scale::Quick, Duration::from_millis(20), vec![1, 2])
+        } else {
+            (
+                args.scale,
+                Duration::from_millis(args.millis),
+                options.threads.or_else(|| vec![1, 2, 4, 8]),
+            )
+        };
+        thread_counts.sort_unstable();
+        thread_counts.dedup();
+        Settings {
+            repetitions: options.run.repetitions(2),
+            scale,
+            target,
+            thread_counts,
+            kernels: if args.only.is_empty() {
+                Suite::ALL.to_vec()
+            } else {
+                args.only.clone()
+            },
+            timeout: Duration::from_secs(args.child_timeout),
+        }
+    }
+
+    /// The runtimes measured on `threads` threads.
+    fn runtimes(threads: usize) -> impl Iterator<Item = Runtime> {
+        Runtime::ALL
+            .into_iter()
+            .filter(move |r| threads == 1 || !r.is_serial())
+    }
+
+    /// Measurements per kernel and repetition.
+    fn per_kernel(&self) -> usize {
+        self.thread_counts
+            .iter()
+            .map(|&threads| Settings::runtimes(threads).count())
+            .sum()
+    }
+}
+
 /// Runs every selected kernel on every runtime and thread count.
-pub fn run(args: &ForkJoinArgs) -> Outcome {
-    let repetitions = args.run.repetitions(REPETITIONS, 2);
-    let (scale, target, default_threads) = if args.run.quick {
-        (Scale::Quick, Duration::from_millis(20), vec![1, 2])
-    } else {
-        (
-            args.scale,
-            Duration::from_millis(args.millis),
-            args.threads.or_else(|| vec![1, 2, 4, 8]),
-        )
-    };
-    let timeout = Duration::from_secs(args.child_timeout);
-    let mut thread_counts = default_threads;
-    thread_counts.sort_unstable();
-    thread_counts.dedup();
-    let kernels: Vec<Suite> = if args.only.is_empty() {
-        Suite::ALL.to_vec()
-    } else {
-        args.only.clone()
-    };
-    let per_kernel: usize = thread_counts
-        .iter()
-        .map(|&threads| {
-            Runtime::ALL
-                .iter()
-                .filter(|r| threads == 1 || !r.is_serial())
-                .count()
-        })
-        .sum();
-    let measurements = kernels.len() * per_kernel;
-    let progress = ProgressBar::new(measurements as u64 * u64::from(repetitions));
-    progress.set_style(
-        ProgressStyle::with_template("{prefix:>10} [{bar:30}] {pos}/{len} {msg}")
-            .expect("a valid template")
-            .progress_chars("=> "),
-    );
-    progress.set_prefix("forkjoin");
+pub fn run(options: &Options<ForkJoinArgs>, bar: &Bar) -> Outcome {
+    let settings = Settings::of(options);
     let mut outcome = Outcome {
         samples: Vec::new(),
         failures: Vec::new(),
     };
     let fail = |outcome: &mut Outcome, message: String| {
-        progress.suspend(|| eprintln!("\n!!! FAILURE: {message}\n"));
+        bar.note(&format!("\n!!! FAILURE: {message}\n"));
         outcome.failures.push(message);
     };
-    for kernel in kernels {
-        progress.set_message(format!("{}: serial probe", kernel.name()));
+    for &kernel in &settings.kernels {
+        bar.set_message(format!("{}: serial probe", kernel.name()));
         // The serial elision's result and time: the reference for every
         // check, and the run count per measurement.
         let mut child = ChildRun {
             kernel,
-            scale,
+            scale: settings.scale,
             runtime: Runtime::Serial,
             threads: 1,
             iterations: 1,
-            timeout,
+            timeout: settings.timeout,
         };
-        let probe = match spawn_child(&child) {
+        let probe = spawn_child(&child);
+        bar.step();
+        let probe = match probe {
             Ok(probe) => probe,
             Err(error) => {
                 fail(&mut outcome, error);
+                // The kernel's measurements will not run: their steps
+                // are done.
+                for _ in 0..settings.per_kernel() * settings.repetitions as usize {
+                    bar.step();
+                }
                 continue;
             }
         };
-        let iterations = (target.as_secs_f64() / probe.seconds).clamp(1.0, 1e6) as u32;
+        let iterations = (settings.target.as_secs_f64() / probe.seconds).clamp(1.0, 1e6) as u32;
         child.iterations = iterations;
-        for &threads in &thread_counts {
-            for repetition in 0..repetitions {
-                let mut order: Vec<Runtime> = Runtime::ALL
-                    .into_iter()
-                    .filter(|&r| threads == 1 || !r.is_serial())
-                    .collect();
+        for &threads in &settings.thread_counts {
+            for repetition in 0..settings.repetitions {
+                let mut order: Vec<Runtime> = Settings::runtimes(threads).collect();
                 if repetition % 2 == 1 {
                     order.reverse();
                 }
                 for runtime in order {
-                    progress.set_message(format!("{} on {threads} thread(s)", probe.label));
+                    bar.set_message(format!(
+                        "{} on {} with {threads} thread(s), repetition {} of {}",
+                        probe.label,
+                        runtime.name(),
+                        repetition + 1,
+                        settings.repetitions
+                    ));
                     (child.runtime, child.threads) = (runtime, threads);
                     match spawn_child(&child) {
                         Ok(report) if report.digest != probe.digest => fail(
@@ -387,12 +458,11 @@ pub fn run(args: &ForkJoinArgs) -> Outcome {
                         }),
                         Err(error) => fail(&mut outcome, error),
                     }
-                    progress.inc(1);
+                    bar.step();
                 }
             }
         }
     }
-    progress.finish_and_clear();
     outcome
 }
 

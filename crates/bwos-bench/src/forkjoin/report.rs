@@ -7,11 +7,9 @@
 //! with and without knapsack (whose work depends on execution order).
 
 use std::fmt::Write as _;
-use std::io;
-use std::path::Path;
 
 use super::{Runtime, Sample, Suite};
-use crate::report::{Bars, Series, grouped_bars, line_plot};
+use crate::plot::{BarSeries, Better, Chart, Figure, Series};
 use crate::stats::Summary;
 
 /// The samples, indexed by kernel, thread count and runtime.
@@ -280,17 +278,8 @@ pub fn tables(samples: &[Sample]) -> String {
         let mut row = format!("| {threads} |");
         for peer in [Runtime::Rayon, Runtime::Chili] {
             for with_knapsack in [true, false] {
-                let ratios: Vec<f64> = index
-                    .kernels
-                    .iter()
-                    .filter(|&&k| with_knapsack || k != Suite::Knapsack)
-                    .filter_map(|&k| index.bwos_faster(k, threads, peer).map(|s| s.median))
-                    .collect();
-                let _ = write!(
-                    row,
-                    " {} |",
-                    or_na(geomean(&ratios), |g| format!("{g:.2}x"))
-                );
+                let average = average_faster(&index, threads, peer, with_knapsack);
+                let _ = write!(row, " {} |", or_na(average, |g| format!("{g:.2}x")));
             }
         }
         let slower: Vec<String> = index
@@ -439,52 +428,90 @@ fn fork_tables(index: &Index<'_>, out: &mut String) {
     }
 }
 
-/// A plot per kernel of speedup against threads (Figure 7 of the Nowa
-/// paper), and a summary of every kernel's speedup at each thread count
-/// as grouped bars.
-pub fn plots(samples: &[Sample], dir: &Path) -> io::Result<Vec<String>> {
+/// The geometric mean over `kernels` of "bwos faster than `peer`" at
+/// `threads`.
+fn average_faster(index: &Index, threads: usize, peer: Runtime, knapsack: bool) -> Option<f64> {
+    let ratios: Vec<f64> = index
+        .kernels
+        .iter()
+        .filter(|&&k| knapsack || k != Suite::Knapsack)
+        .filter_map(|&k| index.bwos_faster(k, threads, peer).map(|s| s.median))
+        .collect();
+    geomean(&ratios)
+}
+
+/// This machine's figure for the Nowa paper's averages: bwos against
+/// rayon and chili at the largest thread count, with and without
+/// knapsack.
+pub fn result(samples: &[Sample]) -> Option<String> {
     let index = Index::new(samples);
-    let mut written = Vec::new();
+    let most = *index.threads.last()?;
+    let mut parts = Vec::new();
+    for peer in [Runtime::Rayon, Runtime::Chili] {
+        let all = average_faster(&index, most, peer, true)?;
+        let without = average_faster(&index, most, peer, false)?;
+        parts.push(format!(
+            "{all:.2}x {} ({without:.2}x without knapsack)",
+            peer.name()
+        ));
+    }
+    Some(format!(
+        "on {most} threads bwos averages {} over {} kernels (geometric mean of the paired \
+         speed ratios; above 1, bwos is faster).",
+        parts.join(" and "),
+        index.kernels.len()
+    ))
+}
+
+/// A plot per kernel of speedup against threads (Figure 7 of the Nowa
+/// paper), and per thread count every kernel's speedup as bars.
+pub fn figures(samples: &[Sample]) -> Vec<Figure> {
+    let index = Index::new(samples);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut figures = Vec::new();
     let position = |threads: usize| index.threads.iter().position(|&t| t == threads);
-    let thread_label = |x: &f64| {
-        let at = x.round();
-        if (x - at).abs() > 1e-6 {
-            return String::new();
-        }
-        index
-            .threads
-            .get(at as usize)
-            .map_or(String::new(), |t| t.to_string())
-    };
+    let ticks: Vec<(f64, String)> = index
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (i as f64, t.to_string()))
+        .collect();
+    let serial = Some((1.0, "as fast as the serial elision".to_string()));
     for &kernel in &index.kernels {
         let series: Vec<Series> = Runtime::PARALLEL
             .iter()
             .chain([&Runtime::Fork])
-            .map(|&runtime| {
-                let points = index
+            .filter_map(|&runtime| {
+                let points: Vec<(f64, f64)> = index
                     .threads
                     .iter()
                     .filter_map(|&t| {
                         Some((position(t)? as f64, index.speedup(kernel, t, runtime)?))
                     })
                     .collect();
-                (runtime.name(), points)
+                (!points.is_empty()).then(|| Series::new(runtime.name(), points))
             })
             .collect();
-        let name = format!("forkjoin-{}.svg", kernel.name());
-        line_plot(
-            &dir.join(&name),
-            &format!("{}: speedup against threads (2 cores)", index.label(kernel)),
-            "worker threads",
-            "speedup over the serial elision (T_S / T_n)",
-            &series,
-            Some(&thread_label),
-        )?;
-        written.push(dir.join(name).display().to_string());
+        figures.push(Figure {
+            file: format!("forkjoin-{}.svg", kernel.name()),
+            title: format!(
+                "{}: speedup against worker threads on {cores} cores (Nowa Fig. 7)",
+                index.label(kernel)
+            ),
+            better: Better::Higher,
+            note: "medians over repetitions; fork: bwos::fork on the kernel's async form".into(),
+            chart: Chart::Lines {
+                x_label: "worker threads".into(),
+                y_label: "speedup over the serial elision (T_S / T_n)".into(),
+                x_ticks: Some(ticks.clone()),
+                series,
+                reference: serial.clone(),
+            },
+        });
     }
-    let groups: Vec<String> = index.kernels.iter().map(|k| k.name().to_string()).collect();
+    let categories: Vec<String> = index.kernels.iter().map(|k| k.name().to_string()).collect();
     for &threads in &index.threads {
-        let series: Vec<Bars> = Runtime::PARALLEL
+        let series: Vec<BarSeries> = Runtime::PARALLEL
             .iter()
             .map(|&runtime| {
                 let values = index
@@ -492,18 +519,23 @@ pub fn plots(samples: &[Sample], dir: &Path) -> io::Result<Vec<String>> {
                     .iter()
                     .map(|&k| index.speedup(k, threads, runtime))
                     .collect();
-                (runtime.name(), values)
+                BarSeries::new(runtime.name(), values)
             })
             .collect();
-        let name = format!("forkjoin-summary-{threads}-threads.svg");
-        grouped_bars(
-            &dir.join(&name),
-            &format!("fork/join suite on {threads} worker thread(s): speedup per kernel"),
-            "speedup over the serial elision (T_S / T_n)",
-            &groups,
-            &series,
-        )?;
-        written.push(dir.join(name).display().to_string());
+        figures.push(Figure {
+            file: format!("forkjoin-summary-{threads}-threads.svg"),
+            title: format!(
+                "Fork/join suite on {threads} worker thread(s), {cores} cores: speedup per kernel"
+            ),
+            better: Better::Higher,
+            note: "medians over repetitions".into(),
+            chart: Chart::Bars {
+                value_label: "speedup over the serial elision (T_S / T_n)".into(),
+                categories: categories.clone(),
+                series,
+                reference: serial.clone(),
+            },
+        });
     }
-    Ok(written)
+    figures
 }

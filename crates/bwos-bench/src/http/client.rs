@@ -124,7 +124,7 @@ async fn requests_on_one_connection(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::asyncrt::runtime::{AsyncRuntime, Bwos};
+    use crate::r#async::runtime::{AsyncRuntime, Bwos};
 
     /// The built-in client against the bwos server of the benchmark (in
     /// this process): requests are counted, answered without errors, and

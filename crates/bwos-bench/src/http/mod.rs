@@ -18,15 +18,17 @@
 //! in any loopback test, and the table says so.
 
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader};
+use std::io::{self, BufRead, BufReader};
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::asyncrt::runtime::{AsyncRuntime, Bwos, Smol, Tokio};
-use crate::options::{PlotOption, RunOptions, WorkerThreads, repetitions_help};
+use crate::r#async::runtime::{AsyncRuntime, Bwos, Smol, Tokio};
+use crate::experiment::{self, About, Options, Paper, Results, Run};
+use crate::options::{OptionHelp, WorkerThreads};
+use crate::progress::{self, Bar};
 use crate::stats::Summary;
 
 pub mod client;
@@ -106,27 +108,9 @@ impl Workload {
 /// Connections h2load opens; the streams of a point are spread over them.
 const H2_CONNECTIONS: u32 = 10;
 
-/// Repetitions of every point without `--repetitions`.
-pub const REPETITIONS: u32 = 3;
-
 /// Options of `bwos-bench http`.
 #[derive(Debug, Clone, clap::Args)]
-#[command(
-    mut_arg("quick", |a| a.help("A smoke run: one repetition of one second at 50 connections")),
-    mut_arg("repetitions", repetitions_help("Repetitions of every point", REPETITIONS)),
-    mut_arg("plot", |a| a.help("Write SVG plots (throughput against p99 latency and against CPU per request, as the BWoS paper's Figure 14) into this directory")),
-    mut_arg("threads", |a| a.help("Worker threads of every server runtime")),
-)]
 pub struct HttpArgs {
-    /// `--quick`, `--repetitions`, `--json`.
-    #[command(flatten)]
-    pub run: RunOptions,
-    /// `--plot`.
-    #[command(flatten)]
-    pub plot: PlotOption,
-    /// `--threads`.
-    #[command(flatten)]
-    pub threads: WorkerThreads,
     /// Open connections per load point.
     #[arg(long, value_delimiter = ',', default_values_t = [50u32, 200, 1000])]
     pub connections: Vec<u32>,
@@ -143,25 +127,117 @@ pub struct HttpArgs {
     pub workload: Workload,
 }
 
+impl OptionHelp for HttpArgs {
+    const QUICK: &'static str = "A smoke run: one repetition of one second at 50 connections";
+    const REPETITIONS: &'static str = "Repetitions of every point";
+    const DEFAULT_REPETITIONS: u32 = 3;
+    const PLOT: &'static str = "Write SVG plots (p99 latency and CPU per request against \
+         throughput, as the BWoS paper's Figure 14) into this directory";
+    const THREADS: &'static str = "Worker threads of every server runtime";
+}
+
+impl experiment::Experiment for HttpArgs {
+    const NAME: &'static str = "http";
+    const ABOUT: About = About {
+        measures: "A hyper server (hello world) on bwos, tokio and smol, each in a process of \
+                   its own, loaded on loopback by wrk (or the built-in client) at each \
+                   connection count: requests per second, p50 and p99 latency, the server's CPU \
+                   time per request.",
+        better: "Higher requests/s is better; lower latency and CPU per request are better; \
+                 bwos/peer req/s above 1 means bwos serves more.",
+        paper: Some(Paper {
+            figure: "BWoS (OSDI'23), Figure 14",
+            claim: "Hyper on Tokio with the BWoS run queue, at 1k connections: 12.3% more \
+                    throughput with 6.74% lower latency and 60.9% lower CPU utilization than \
+                    Tokio's own queue.",
+            machine: "two x86 machines (88 hyperthreads each) over 10 Gbps Ethernet: the server \
+                      on one, wrk on the other",
+            threads: "the server runtime's default (a worker per hyperthread), 100 to 10k \
+                      connections",
+            differs: "Here the load generator shares the machine's few cores with the server \
+                      over loopback (its CPU competes with the server's), bwos is a different \
+                      runtime rather than Tokio with another queue, and a --quick run measures \
+                      one second at 50 connections.",
+        }),
+    };
+    type Threads = WorkerThreads<HttpArgs>;
+    type Body = Experiment;
+
+    fn plan(options: &Options<Self>) -> progress::Plan {
+        let (connections, seconds) = points(options);
+        let runtimes = options.own.workload.runtimes().len();
+        let steps = (connections.len() * runtimes) as u64 * u64::from(options.run.repetitions(1));
+        progress::Plan::steps(steps, f64::from(seconds) + 0.3)
+    }
+
+    fn run(options: &Options<Self>, bar: &Bar) -> io::Result<Results<Experiment>> {
+        let experiment = run(options, bar)?;
+        Ok(Results {
+            tables: tables(&experiment),
+            figures: svg::figures(&experiment),
+            result: result(&experiment),
+            failures: Vec::new(),
+            body: experiment,
+        })
+    }
+
+    /// Every runtime at 200 and 1000 connections, one repetition of two
+    /// seconds (one second at 50 connections with `--quick`).
+    fn for_report(report: &crate::report::Settings) -> Option<Options<Self>> {
+        Some(Options {
+            run: report.run_options(report.json_beside(Self::NAME), Some(1)),
+            threads: WorkerThreads::of(2),
+            own: HttpArgs::short(),
+        })
+    }
+}
+
 impl HttpArgs {
-    /// The short run of `bwos-bench report`: every runtime at 200 and 1000
-    /// connections, one repetition of two seconds (one second and 50
-    /// connections with `quick`), with the report's `run` and `plot`
-    /// options.
-    pub fn for_report(run: RunOptions, plot: PlotOption) -> HttpArgs {
+    /// The short run of `report` and `headline`: 200 and 1000
+    /// connections, two seconds a point, HTTP/1.1.
+    pub fn short() -> HttpArgs {
         HttpArgs {
-            run: RunOptions {
-                repetitions: Some(1),
-                ..run
-            },
-            plot,
-            threads: WorkerThreads { count: 2 },
             connections: vec![200, 1000],
             seconds: 2,
             load_generator: LoadGenerator::Auto,
             workload: Workload::H1,
         }
     }
+}
+
+/// The connection counts and seconds per point, after `--quick`.
+fn points(options: &Options<HttpArgs>) -> (Vec<u32>, u32) {
+    if options.run.quick {
+        (vec![50], 1)
+    } else {
+        (options.own.connections.clone(), options.own.seconds)
+    }
+}
+
+/// This machine's figures for the paper's claim: bwos against tokio at
+/// the largest connection count.
+fn result(experiment: &Experiment) -> Option<String> {
+    let most = experiment.samples.iter().map(|s| s.connections).max()?;
+    let of = |runtime: &str, pick: fn(&Sample) -> f64| -> Vec<f64> {
+        let mut picked: Vec<&Sample> = experiment
+            .samples
+            .iter()
+            .filter(|s| s.runtime == runtime && s.connections == most)
+            .collect();
+        picked.sort_by_key(|s| s.repetition);
+        picked.iter().map(|s| pick(s)).collect()
+    };
+    let ratio = |pick: fn(&Sample) -> f64| {
+        Summary::of_ratios(&of(Bwos::NAME, pick), &of(Tokio::NAME, pick)).map(|r| r.median)
+    };
+    let rps = ratio(|s| s.requests_per_sec)?;
+    let p99 = ratio(|s| s.p99_ms)?;
+    let cpu = ratio(|s| s.cpu_us_per_request)?;
+    Some(format!(
+        "at {most} connections bwos serves {rps:.2}x tokio's requests/s, with {p99:.2}x its p99 \
+         latency and {cpu:.2}x its CPU time per request (medians of paired ratios; load from {})",
+        experiment.load_generator.describe()
+    ))
 }
 
 /// The samples of one run and the program that produced the load; it
@@ -201,7 +277,8 @@ const RUNTIMES: [&str; 3] = [Bwos::NAME, Tokio::NAME, Smol::NAME];
 
 /// Runs the experiment; an error if the asked-for load generator is
 /// missing or a server fails.
-pub fn run(args: &HttpArgs) -> std::io::Result<Experiment> {
+pub fn run(options: &Options<HttpArgs>, bar: &Bar) -> std::io::Result<Experiment> {
+    let args = &options.own;
     let load_generator = match args.workload {
         Workload::H1 => args.load_generator.resolve()?,
         Workload::Axum => LoadGenerator::Wrk.resolve()?,
@@ -215,32 +292,28 @@ pub fn run(args: &HttpArgs) -> std::io::Result<Experiment> {
         }
     };
     let runtimes = args.workload.runtimes();
-    let repetitions = args.run.repetitions(REPETITIONS, 1);
-    let (connections, seconds) = if args.run.quick {
-        (vec![50], 1)
-    } else {
-        (args.connections.clone(), args.seconds)
-    };
+    let repetitions = options.run.repetitions(1);
+    let (connections, seconds) = points(options);
     let mut samples = Vec::new();
     for &connections in &connections {
         for repetition in 0..repetitions {
             for offset in 0..runtimes.len() {
                 let runtime = runtimes[(repetition as usize + offset) % runtimes.len()];
+                bar.set_message(format!(
+                    "{runtime} at {connections} connections, repetition {} of {repetitions}",
+                    repetition + 1
+                ));
                 let point = Point {
                     runtime,
-                    threads: args.threads.count,
+                    threads: options.threads.count,
                     connections,
                     seconds,
                     repetition,
                     load_generator,
                     workload: args.workload,
                 };
-                let sample = measure(&point)?;
-                eprintln!(
-                    "http: {runtime} {connections} connections: {:.0} req/s",
-                    sample.requests_per_sec
-                );
-                samples.push(sample);
+                samples.push(measure(&point)?);
+                bar.step();
             }
         }
     }
@@ -512,7 +585,7 @@ pub fn tables(experiment: &Experiment) -> String {
     let mut out = format!(
         "\n## {title}: hyper hello world on loopback, load from {load} (1 thread, sharing the machine's cores with the server)\n\
          medians over repetitions (min-max); bwos/peer is the paired ratio of requests per second\n\n\
-         | {unit} | runtime | req/s | p50 ms | p99 ms | CPU us/req | errors | bwos/peer req/s |\n\
+         | {unit} | runtime | req/s | p50 ms | p99 ms | CPU µs/req | errors | bwos/peer req/s |\n\
          |---|---|---|---|---|---|---|---|\n",
     );
     let mut points: Vec<u32> = samples.iter().map(|s| s.connections).collect();
@@ -573,6 +646,12 @@ pub struct ServerArgs {
     /// What to serve.
     #[arg(long, value_enum, default_value_t = Workload::H1)]
     pub workload: Workload,
+}
+
+impl Run for ServerArgs {
+    fn run(&self) -> io::Result<()> {
+        serve(self)
+    }
 }
 
 /// Serves on a free loopback port (printed as `PORT <n>`) until killed.

@@ -14,7 +14,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response};
 
-use crate::asyncrt::runtime::{AsyncRuntime, Bwos, Tokio};
+use crate::r#async::runtime::{AsyncRuntime, Bwos, Tokio};
 
 /// Hello world; `POST /echo` returns the request body.
 pub async fn handle(request: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {

@@ -1,56 +1,73 @@
 //! The HTTP plots, in the shape of the BWoS paper's Figure 14: one line
-//! per runtime through its load points (50, 200, 1000 connections),
-//! median throughput on the x axis against median p99 latency, and
+//! per runtime through its load points (each labelled with its connection
+//! count), median throughput across against median p99 latency up, and
 //! against median server CPU time per request.
 
-use std::path::Path;
-
-use super::{Experiment, RUNTIMES, Sample};
-use crate::report::{Series, line_plot};
+use super::{Experiment, RUNTIMES, Sample, Workload};
+use crate::plot::{Better, Chart, Figure, Series};
 use crate::stats::Summary;
 
-/// A plot's file name, y axis label and y value of a sample.
-type Plot = (&'static str, &'static str, fn(&Sample) -> f64);
+/// A plot's file, what it shows, its y axis and the y value of a sample.
+type Plot = (&'static str, &'static str, &'static str, fn(&Sample) -> f64);
 
-/// Writes `http-latency.svg` and `http-cpu.svg` into `dir`; returns the
-/// files written.
-pub fn plot(experiment: &Experiment, dir: &Path) -> std::io::Result<Vec<String>> {
+/// `http-latency.svg` and `http-cpu.svg`.
+pub fn figures(experiment: &Experiment) -> Vec<Figure> {
     let plots: [Plot; 2] = [
-        ("http-latency.svg", "p99 latency (ms)", |s| s.p99_ms),
-        ("http-cpu.svg", "server CPU per request (us)", |s| {
-            s.cpu_us_per_request
+        ("http-latency.svg", "p99 latency", "p99 latency (ms)", |s| {
+            s.p99_ms
         }),
+        (
+            "http-cpu.svg",
+            "server CPU time per request",
+            "server CPU time per request (µs)",
+            |s| s.cpu_us_per_request,
+        ),
     ];
-    let mut written = Vec::new();
-    for (name, y_label, pick) in plots {
-        let series: Vec<Series> = RUNTIMES
-            .iter()
-            .map(|&runtime| (runtime, line(&experiment.samples, runtime, pick)))
-            .filter(|(_, points)| !points.is_empty())
-            .collect();
-        if series.is_empty() {
-            continue;
-        }
-        let path = dir.join(name);
-        line_plot(
-            &path,
-            &format!(
-                "hyper hello world, load from {}",
-                experiment.load_generator.describe()
-            ),
-            "throughput (thousand requests/s)",
-            y_label,
-            &series,
-            None,
-        )?;
-        written.push(path.display().to_string());
-    }
-    Ok(written)
+    let (what, unit) = match experiment.workload {
+        Workload::H1 => ("HTTP/1.1 hello world", "connections"),
+        Workload::H2 => ("HTTP/2 hello world", "streams"),
+        Workload::Axum => ("axum Router", "connections"),
+    };
+    plots
+        .into_iter()
+        .filter_map(|(file, shows, y_label, pick)| {
+            let series: Vec<Series> = RUNTIMES
+                .iter()
+                .map(|&runtime| Series {
+                    name: runtime.to_string(),
+                    points: line(&experiment.samples, runtime, pick, unit),
+                })
+                .filter(|series| !series.points.is_empty())
+                .collect();
+            (!series.is_empty()).then(|| Figure {
+                file: file.to_string(),
+                title: format!("{what}: {shows} against throughput (BWoS Fig. 14)"),
+                better: Better::Lower,
+                note: format!(
+                    "each point: one load, labelled with its {unit}; further right: more requests \
+                     per second; load from {}",
+                    experiment.load_generator.describe()
+                ),
+                chart: Chart::Lines {
+                    x_label: "throughput (thousand req/s)".into(),
+                    y_label: y_label.into(),
+                    x_ticks: None,
+                    series,
+                    reference: None,
+                },
+            })
+        })
+        .collect()
 }
 
-/// `runtime`'s (median kreq/s, median `pick`) per connection count, in
-/// the order of the connection counts.
-fn line(samples: &[Sample], runtime: &str, pick: fn(&Sample) -> f64) -> Vec<(f64, f64)> {
+/// `runtime`'s (median kreq/s, median `pick`, "N connections") per
+/// connection count, in the order of the connection counts.
+fn line(
+    samples: &[Sample],
+    runtime: &str,
+    pick: fn(&Sample) -> f64,
+    unit: &str,
+) -> Vec<(f64, f64, Option<String>)> {
     let mut connections: Vec<u32> = samples.iter().map(|s| s.connections).collect();
     connections.sort_unstable();
     connections.dedup();
@@ -68,7 +85,7 @@ fn line(samples: &[Sample], runtime: &str, pick: fn(&Sample) -> f64) -> Vec<(f64
                     .collect::<Vec<_>>(),
             )?;
             let y = Summary::of(&point.iter().map(|s| pick(s)).collect::<Vec<_>>())?;
-            Some((x.median, y.median))
+            Some((x.median, y.median, Some(format!("{c} {unit}"))))
         })
         .collect()
 }

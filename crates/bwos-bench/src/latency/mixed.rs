@@ -34,7 +34,7 @@ use hyper_util::rt::TokioIo;
 use super::client::{self, LoadPlan};
 use super::heavy::Heavy;
 use super::{Metrics, SETTLE};
-use crate::asyncrt::runtime::{AsyncRuntime, Bwos, Tokio};
+use crate::r#async::runtime::{AsyncRuntime, Bwos, Tokio};
 
 /// Where a server computes its heavy requests.
 #[derive(Clone)]

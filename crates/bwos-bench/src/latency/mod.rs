@@ -24,22 +24,22 @@ mod timers;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::asyncrt::runtime::{Bwos, Tokio};
-use crate::options::{PlotOption, RunOptions, repetitions_help};
-use crate::report::{Bars, grouped_bars};
+use crate::r#async::runtime::{Bwos, Tokio};
+use crate::experiment::{self, About, Options, Results};
+use crate::options::{NoThreads, OptionHelp};
+use crate::plot::{BarSeries, Better, Chart, Figure};
+use crate::progress::{self, Bar};
 use crate::stats::Summary;
 use client::LoadPlan;
 use heavy::Heavy;
 use mixed::Setup;
 
-/// Repetitions without `--repetitions`.
-pub const REPETITIONS: u32 = 10;
 /// How long a fresh runtime idles before a measurement: its workers have
 /// started and gone to sleep, as in a quiet service.
 pub const SETTLE: Duration = Duration::from_millis(50);
@@ -103,18 +103,7 @@ const SETUPS: [&str; 3] = [BWOS, TOKIO, TOKIO_RAYON];
 
 /// Options of `bwos-bench latency`.
 #[derive(Debug, Clone, clap::Args)]
-#[command(
-    mut_arg("quick", |a| a.help("A smoke run (under a minute): two repetitions, 50 burst rounds, 1 s of mixed-server load after 0.2 s of warm-up")),
-    mut_arg("repetitions", repetitions_help("Repetitions (each measures every workload on every set-up, each on a fresh runtime)", REPETITIONS)),
-    mut_arg("plot", |a| a.help("Write SVG bar charts of the medians, one per workload and unit, into this directory")),
-)]
 pub struct LatencyArgs {
-    /// `--quick`, `--repetitions`, `--json`.
-    #[command(flatten)]
-    pub run: RunOptions,
-    /// `--plot`.
-    #[command(flatten)]
-    pub plot: PlotOption,
     /// The workloads to run (comma-separated; default: all).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub workloads: Vec<Workload>,
@@ -140,25 +129,69 @@ pub struct LatencyArgs {
     pub heavy_ms: u64,
 }
 
-impl LatencyArgs {
-    /// The short run of `bwos-bench report`: 3 repetitions, 100 burst
-    /// rounds, 1 s of mixed-server load, with the report's `run` and
-    /// `plot` options.
-    pub fn for_report(run: RunOptions, plot: PlotOption) -> LatencyArgs {
-        LatencyArgs {
-            run: RunOptions {
-                repetitions: Some(3),
-                ..run
-            },
-            plot,
-            workloads: Vec::new(),
-            rounds: 100,
-            window_ms: 200,
-            seconds: 1,
-            light_rate: 1500,
-            heavy_connections: 2,
-            heavy_ms: 20,
+impl OptionHelp for LatencyArgs {
+    const QUICK: &'static str = "A smoke run (under a minute): two repetitions, 50 burst \
+         rounds, 1 s of mixed-server load after 0.2 s of warm-up";
+    const REPETITIONS: &'static str = "Repetitions (each measures every workload on every \
+         set-up, each on a fresh runtime)";
+    const DEFAULT_REPETITIONS: u32 = 10;
+    const PLOT: &'static str = "Write SVG bar charts of the medians, one per workload and \
+         unit, into this directory";
+}
+
+impl experiment::Experiment for LatencyArgs {
+    const NAME: &'static str = "latency";
+    const ABOUT: About = About {
+        measures: "What a task that blocks its worker, a burst of spawns, a socket that is \
+                   always ready and CPU work in request handlers do to the other tasks' \
+                   latency, on bwos, tokio and tokio with rayon, with the goals of issue 47 met \
+                   or not.",
+        better: "Each metric says its direction: latencies, delays and CPU lower; tasks run, \
+                 ticks seen and requests answered higher; a goal marked \"met\" is reached.",
+        paper: None,
+    };
+    type Threads = NoThreads;
+    type Body = Experiment;
+
+    fn plan(options: &Options<Self>) -> progress::Plan {
+        let settings = Resolved::of(options);
+        let per_repetition: f64 = settings
+            .workloads
+            .iter()
+            .map(|w| w.setups().len() as f64 * settings.seconds(*w))
+            .sum();
+        let steps: usize = settings.workloads.iter().map(|w| w.setups().len()).sum();
+        let repetitions = f64::from(settings.repetitions);
+        progress::Plan {
+            steps: 1 + steps as u64 * u64::from(settings.repetitions),
+            seconds: 1.0 + per_repetition * repetitions,
         }
+    }
+
+    fn run(options: &Options<Self>, bar: &Bar) -> io::Result<Results<Experiment>> {
+        let experiment = run(options, bar)?;
+        Ok(Results {
+            tables: tables(&experiment),
+            figures: figures(&experiment),
+            ..Results::new(experiment, String::new())
+        })
+    }
+
+    /// 3 repetitions, 100 burst rounds, 1 s of mixed-server load.
+    fn for_report(report: &crate::report::Settings) -> Option<Options<Self>> {
+        Some(Options {
+            run: report.run_options(report.json_beside(Self::NAME), Some(3)),
+            threads: NoThreads {},
+            own: LatencyArgs {
+                workloads: Vec::new(),
+                rounds: 100,
+                window_ms: 200,
+                seconds: 1,
+                light_rate: 1500,
+                heavy_connections: 2,
+                heavy_ms: 20,
+            },
+        })
     }
 }
 
@@ -198,34 +231,74 @@ pub struct Experiment {
     pub samples: Vec<Sample>,
 }
 
+/// What a run measures, after `--quick` and the defaults.
+struct Resolved {
+    repetitions: u32,
+    workloads: Vec<Workload>,
+    rounds: u32,
+    plan: LoadPlan,
+    window: Duration,
+}
+
+impl Resolved {
+    fn of(options: &Options<LatencyArgs>) -> Resolved {
+        let args = &options.own;
+        let quick = options.run.quick;
+        Resolved {
+            repetitions: options.run.repetitions(2),
+            workloads: if args.workloads.is_empty() {
+                Workload::ALL.to_vec()
+            } else {
+                args.workloads.clone()
+            },
+            rounds: if quick {
+                args.rounds.min(50)
+            } else {
+                args.rounds
+            },
+            plan: LoadPlan {
+                light_rate: f64::from(args.light_rate),
+                heavy_connections: args.heavy_connections,
+                warmup: Duration::from_millis(if quick { 200 } else { 500 }),
+                window: Duration::from_secs(if quick { 1 } else { args.seconds.into() }),
+            },
+            window: Duration::from_millis(args.window_ms),
+        }
+    }
+
+    /// About how long one measurement of `workload` takes.
+    fn seconds(&self, workload: Workload) -> f64 {
+        let settle = SETTLE.as_secs_f64();
+        settle
+            + match workload {
+                Workload::BlockedParent => 0.15,
+                Workload::Bursts => f64::from(self.rounds) * 0.004,
+                Workload::Timers => 0.6,
+                Workload::HotSocket => self.window.as_secs_f64() + 0.1,
+                Workload::MixedServer => (self.plan.warmup + self.plan.window).as_secs_f64() + 0.2,
+            }
+    }
+}
+
 /// Runs the experiment; an error if a workload cannot run (a socket, a
 /// runtime that never ticks).
-pub fn run(args: &LatencyArgs) -> std::io::Result<Experiment> {
-    let quick = args.run.quick;
-    let repetitions = args.run.repetitions(REPETITIONS, 2);
-    let workloads = if args.workloads.is_empty() {
-        Workload::ALL.to_vec()
-    } else {
-        args.workloads.clone()
-    };
-    let rounds = if quick {
-        args.rounds.min(50)
-    } else {
-        args.rounds
-    };
-    let plan = LoadPlan {
-        light_rate: f64::from(args.light_rate),
-        heavy_connections: args.heavy_connections,
-        warmup: Duration::from_millis(if quick { 200 } else { 500 }),
-        window: Duration::from_secs(if quick { 1 } else { args.seconds.into() }),
-    };
-    let window = Duration::from_millis(args.window_ms);
+pub fn run(options: &Options<LatencyArgs>, bar: &Bar) -> std::io::Result<Experiment> {
+    let args = &options.own;
+    let Resolved {
+        repetitions,
+        ref workloads,
+        rounds,
+        ref plan,
+        window,
+    } = Resolved::of(options);
     // Sized before any runtime starts, on a quiet process.
+    bar.set_message("sizing the heavy request's sum");
     let heavy = Arc::new(if workloads.contains(&Workload::MixedServer) {
         Heavy::calibrate(Duration::from_millis(args.heavy_ms))
     } else {
         Heavy::calibrate(Duration::from_millis(1))
     });
+    bar.step();
     let settings = Settings {
         repetitions,
         workloads: workloads.clone(),
@@ -240,23 +313,25 @@ pub fn run(args: &LatencyArgs) -> std::io::Result<Experiment> {
     };
     let mut samples = Vec::new();
     for repetition in 0..repetitions {
-        for &workload in &workloads {
+        for &workload in workloads {
             let setups = workload.setups();
             for offset in 0..setups.len() {
                 let setup = setups[(repetition as usize + offset) % setups.len()];
-                let metrics = measure(workload, setup, rounds, window, &heavy, &plan)?;
+                bar.set_message(format!(
+                    "{} on {setup}, repetition {} of {repetitions}",
+                    workload.name(),
+                    repetition + 1
+                ));
+                let metrics = measure(workload, setup, rounds, window, &heavy, plan)?;
                 samples.push(Sample {
                     workload: workload.name(),
                     runtime: setup,
                     repetition,
                     metrics: metrics.into_iter().collect(),
                 });
+                bar.step();
             }
         }
-        eprintln!(
-            "latency: repetition {} of {repetitions} done",
-            repetition + 1
-        );
     }
     Ok(Experiment { settings, samples })
 }
@@ -639,25 +714,47 @@ pub fn tables(experiment: &Experiment) -> String {
     out
 }
 
-/// Draws one grouped bar chart of medians per workload and unit into
-/// `dir` (`latency-<workload>-<unit>.svg`); returns the files written.
-pub fn plots(experiment: &Experiment, dir: &Path) -> std::io::Result<Vec<String>> {
+/// Which way a metric is better; `None`: neither (an offered rate, a
+/// share, a count that only explains the others), and it is not plotted.
+fn better(key: &str) -> Option<Better> {
+    match key {
+        "ran_during_block" | "ticks_during_block" | "counter_steps" | "echo_mb_per_s"
+        | "heavy_per_s" => Some(Better::Higher),
+        "short_delay_p50_ms"
+        | "short_delay_p99_ms"
+        | "makespan_p50_ms"
+        | "longest_tick_gap_ms"
+        | "light_p50_ms"
+        | "light_p99_ms"
+        | "heavy_p50_ms"
+        | "cpu_ms_per_request" => Some(Better::Lower),
+        _ => None,
+    }
+}
+
+/// One bar chart of medians per workload and unit
+/// (`latency-<workload>-<unit>.svg`); a chart's metrics share their unit
+/// and the way they are better.
+pub fn figures(experiment: &Experiment) -> Vec<Figure> {
     let samples = &experiment.samples;
-    let mut written = Vec::new();
+    let mut figures = Vec::new();
     for &workload in &experiment.settings.workloads {
-        let mut units: Vec<&str> = Vec::new();
+        let mut charts: Vec<(&str, Better)> = Vec::new();
         for metric in METRICS.iter().filter(|m| m.workload == workload) {
-            if metric.key != "errors" && !units.contains(&metric.unit) {
-                units.push(metric.unit);
+            if let Some(better) = better(metric.key)
+                && !charts.contains(&(metric.unit, better))
+            {
+                charts.push((metric.unit, better));
             }
         }
-        for unit in units {
+        for (unit, direction) in charts {
             let metrics: Vec<&Metric> = METRICS
                 .iter()
-                .filter(|m| m.workload == workload && m.unit == unit && m.key != "errors")
+                .filter(|m| {
+                    m.workload == workload && m.unit == unit && better(m.key) == Some(direction)
+                })
                 .collect();
-            let groups: Vec<String> = metrics.iter().map(|m| m.label.to_string()).collect();
-            let bars: Vec<Bars> = workload
+            let series: Vec<BarSeries> = workload
                 .setups()
                 .iter()
                 .map(|&setup| {
@@ -669,7 +766,7 @@ pub fn plots(experiment: &Experiment, dir: &Path) -> std::io::Result<Vec<String>
                                 .filter(|v| v.is_finite())
                         })
                         .collect();
-                    (setup, medians)
+                    BarSeries::new(setup, medians)
                 })
                 .collect();
             let slug: String = unit
@@ -677,19 +774,24 @@ pub fn plots(experiment: &Experiment, dir: &Path) -> std::io::Result<Vec<String>
                 .chars()
                 .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
                 .collect();
-            let name = format!("latency-{}-{}.svg", workload.name(), slug.trim_matches('-'));
-            let path = dir.join(&name);
-            grouped_bars(
-                &path,
-                &format!("{}: medians over repetitions", workload.name()),
-                unit,
-                &groups,
-                &bars,
-            )?;
-            written.push(path.display().to_string());
+            figures.push(Figure {
+                file: format!("latency-{}-{}.svg", workload.name(), slug.trim_matches('-')),
+                title: format!("Latency experiment, {}: medians in {unit}", workload.name()),
+                better: direction,
+                note: format!(
+                    "medians over {} repetitions",
+                    experiment.settings.repetitions
+                ),
+                chart: Chart::Bars {
+                    value_label: format!("median ({unit})"),
+                    categories: metrics.iter().map(|m| m.label.to_string()).collect(),
+                    series,
+                    reference: None,
+                },
+            });
         }
     }
-    Ok(written)
+    figures
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::asyncrt::runtime::{AsyncRuntime, Bwos, Tokio};
+use crate::r#async::runtime::{AsyncRuntime, Bwos, Tokio};
 
 /// A runtime the latency workloads run on.
 pub trait LatencyRuntime: AsyncRuntime {

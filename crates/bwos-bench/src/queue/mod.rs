@@ -5,45 +5,28 @@ mod no_thief;
 mod one_thief;
 mod policy;
 mod pool;
+mod report;
 
+use std::io;
 use std::time::Duration;
 
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 pub use policy::Policy;
 
-use crate::options::{PlotOption, RunOptions, repetitions_help};
+use crate::experiment::{self, About, Options, Paper, Results};
+use crate::options::{NoThreads, OptionHelp};
+use crate::output::Samples;
+use crate::progress::{self, Bar};
 use crate::queues::{
     BwosFifo, BwosLifo, CrossbeamFifo, CrossbeamLifo, Owner, SeqRing, SeqStack, St3Fifo, St3Lifo,
     Stealable,
 };
 
-/// Repetitions of every configuration without `--repetitions`.
-pub const REPETITIONS: u32 = 5;
-
-/// Options of `bwos-bench queue`.
+/// Options of `bwos-bench queue` (`report` takes them too).
 #[derive(Debug, Clone, Args)]
-#[command(
-    mut_arg("quick", |a| a.help("A short smoke run (under a minute): 2 repetitions, short measurements, fewer settings")),
-    mut_arg("repetitions", repetitions_help("Repetitions of every configuration (interleaved across queues)", REPETITIONS)),
-)]
 pub struct QueueArgs {
-    /// `--quick`, `--repetitions`, `--json`.
-    #[command(flatten)]
-    pub run: RunOptions,
-    /// `--plot`.
-    #[command(flatten)]
-    pub plot: PlotOption,
-    /// The queue experiment's own options.
-    #[command(flatten)]
-    pub queue: QueueOptions,
-}
-
-/// The options only the queue experiment has (`report` takes them too).
-#[derive(Debug, Clone, Args)]
-pub struct QueueOptions {
     /// Milliseconds per measurement.
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=60_000))]
     pub millis: u64,
@@ -53,6 +36,66 @@ pub struct QueueOptions {
     /// Experiments to run (default: all).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub only: Vec<Experiment>,
+}
+
+impl OptionHelp for QueueArgs {
+    const QUICK: &'static str =
+        "A short smoke run (under a minute): 2 repetitions, short measurements, fewer settings";
+    const REPETITIONS: &'static str =
+        "Repetitions of every configuration (interleaved across queues)";
+    const DEFAULT_REPETITIONS: u32 = 5;
+    const PLOT: &'static str = "Write SVG plots (throughput against the stolen share, and per \
+         victim-selection policy in the pool) into this directory";
+}
+
+impl experiment::Experiment for QueueArgs {
+    const NAME: &'static str = "queue";
+    const ABOUT: About = About {
+        measures: "Queue operations per second of the bwos queues against crossbeam-deque, st3 \
+                   and sequential upper bounds: one owner alone, one owner with a thief at a \
+                   tuned stolen share, and a pool of queues under six victim-selection policies.",
+        better: "Higher throughput (Mops/s) is better; bwos / peer above 1 means bwos is faster.",
+        paper: Some(Paper {
+            figure: "BWoS (OSDI'23), Figures 10 and 11 (one queue), Figure 12 (a pool)",
+            claim: "Without a thief LIFO BWoS has 4.55x the throughput of ABP; at a 10% stolen \
+                    share LIFO BWoS outperforms ABP by 12.59x and FIFO BWoS outperforms Tokio's \
+                    queue by 9.41x; in a pool of 8 queues with balancing factor 0, BWoS \
+                    outperforms ABP by 4.69x and Tokio's queue by 2.68x.",
+            machine: "Huawei FusionServer Pro 2288X V5 (x86, two sockets, 88 hyperthreads)",
+            threads: "1 owner (Figures 10-11, plus one thief in the same L3 group), 8 threads \
+                      (Figure 12)",
+            differs: "The peers here are crossbeam-deque (a Chase-Lev deque) and st3 (Tokio's \
+                      queue as a crate), not the paper's ABP and Tokio v1.17 builds, and a \
+                      machine with few cores and one socket pays less for the cross-socket \
+                      traffic that block-level synchronization avoids.",
+        }),
+    };
+    type Threads = NoThreads;
+    type Body = Samples<Sample>;
+
+    fn plan(options: &Options<Self>) -> progress::Plan {
+        Plan::new(options).progress()
+    }
+
+    fn run(options: &Options<Self>, bar: &Bar) -> io::Result<Results<Samples<Sample>>> {
+        let samples = run(options, bar);
+        let tables = report::tables(&samples);
+        let figures = report::figures(&samples);
+        let result = report::result(&samples);
+        Ok(Results {
+            result,
+            figures,
+            ..Results::new(Samples { samples }, tables)
+        })
+    }
+
+    fn for_report(report: &crate::report::Settings) -> Option<Options<Self>> {
+        Some(Options {
+            run: report.run_options(report.json.clone(), report.repetitions),
+            threads: NoThreads {},
+            own: report.queue.clone(),
+        })
+    }
 }
 
 /// The three experiments.
@@ -118,6 +161,7 @@ impl Measured {
 struct Plan {
     repetitions: u32,
     duration: Duration,
+    wanted: Vec<Experiment>,
     shares: Vec<u32>,
     pool_threads: Vec<usize>,
     steal_percents: Vec<usize>,
@@ -125,20 +169,33 @@ struct Plan {
     calibration_time: Duration,
 }
 
+/// The queues each experiment measures, LIFO then FIFO.
+const NO_THIEF_QUEUES: u64 = 8;
+const THIEF_QUEUES: u64 = 6;
+/// How long the machine settles before the first measurement.
+const WARM_UP: Duration = Duration::from_millis(300);
+
 impl Plan {
-    fn new(args: &QueueArgs) -> Plan {
+    fn new(options: &Options<QueueArgs>) -> Plan {
+        let args = &options.own;
         let cores = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .max(2);
-        let mut pool_threads = vec![args.queue.threads as usize];
+        let mut pool_threads = vec![args.threads as usize];
         if !pool_threads.contains(&cores) {
             pool_threads.push(cores);
         }
-        let repetitions = args.run.repetitions(REPETITIONS, 2);
-        if args.run.quick {
+        let repetitions = options.run.repetitions(2);
+        let wanted = if args.only.is_empty() {
+            vec![Experiment::NoThief, Experiment::OneThief, Experiment::Pool]
+        } else {
+            args.only.clone()
+        };
+        if options.run.quick {
             Plan {
                 repetitions,
                 duration: Duration::from_millis(40),
+                wanted,
                 shares: vec![0, 10, 50],
                 pool_threads: vec![cores],
                 steal_percents: vec![10, 100],
@@ -148,7 +205,8 @@ impl Plan {
         } else {
             Plan {
                 repetitions,
-                duration: Duration::from_millis(args.queue.millis),
+                duration: Duration::from_millis(args.millis),
+                wanted,
                 shares: vec![0, 1, 5, 10, 20, 50],
                 pool_threads,
                 steal_percents: vec![0, 10, 50, 100],
@@ -157,26 +215,67 @@ impl Plan {
             }
         }
     }
+
+    fn wants(&self, experiment: Experiment) -> bool {
+        self.wanted.contains(&experiment)
+    }
+
+    /// The steps: the warm-up, every calibration and every measurement.
+    fn progress(&self) -> progress::Plan {
+        let repetitions = u64::from(self.repetitions);
+        let measure = self.duration.as_secs_f64() + 0.002;
+        let mut steps = 1;
+        let mut seconds = WARM_UP.as_secs_f64();
+        if self.wants(Experiment::NoThief) {
+            steps += NO_THIEF_QUEUES * repetitions;
+            seconds += (NO_THIEF_QUEUES * repetitions) as f64 * measure;
+        }
+        if self.wants(Experiment::OneThief) {
+            for &share in &self.shares {
+                if share > 0 {
+                    steps += THIEF_QUEUES;
+                    seconds += THIEF_QUEUES as f64
+                        * f64::from(self.calibration_steps)
+                        * self.calibration_time.as_secs_f64();
+                }
+                steps += THIEF_QUEUES * repetitions;
+                seconds += (THIEF_QUEUES * repetitions) as f64 * measure;
+            }
+        }
+        if self.wants(Experiment::Pool) {
+            let per_setting: u64 = Policy::ALL.iter().map(|&p| pool_queues(p)).sum();
+            let settings = (self.pool_threads.len() * self.steal_percents.len()) as u64;
+            steps += settings * per_setting * repetitions;
+            seconds += (settings * per_setting * repetitions) as f64 * measure;
+        }
+        progress::Plan { steps, seconds }
+    }
+}
+
+/// How many queues of the pool experiment support `policy`.
+fn pool_queues(policy: Policy) -> u64 {
+    fn supports<Q: Stealable>(policy: Policy) -> u64 {
+        u64::from(policy.supports::<Q>(&Q::create().thief()))
+    }
+    supports::<BwosLifo>(policy)
+        + supports::<CrossbeamLifo>(policy)
+        + supports::<St3Lifo>(policy)
+        + supports::<BwosFifo>(policy)
+        + supports::<CrossbeamFifo>(policy)
+        + supports::<St3Fifo>(policy)
 }
 
 /// Runs the selected experiments; returns every sample.
-pub fn run(args: &QueueArgs) -> Vec<Sample> {
-    let plan = Plan::new(args);
-    let wanted = |e: Experiment| args.queue.only.is_empty() || args.queue.only.contains(&e);
+pub fn run(options: &Options<QueueArgs>, bar: &Bar) -> Vec<Sample> {
+    let plan = Plan::new(options);
     let mut samples = Vec::new();
-    let progress = ProgressBar::new(0);
-    progress.set_style(
-        ProgressStyle::with_template("{prefix:>10} [{bar:30}] {pos}/{len} {msg}")
-            .expect("a valid template")
-            .progress_chars("=> "),
-    );
     // Let the machine settle (frequency, caches, page faults) before the
     // first measurement: on a shared machine the first runs are otherwise
     // slower for everybody, and that skews the first experiment.
-    progress.set_message("warming up");
-    no_thief::run::<SeqStack>(plan.duration.max(Duration::from_millis(300)));
-    if wanted(Experiment::NoThief) {
-        progress.set_prefix("no thief");
+    bar.set_message("warming up");
+    no_thief::run::<SeqStack>(plan.duration.max(WARM_UP));
+    bar.step();
+    if plan.wants(Experiment::NoThief) {
         let d = plan.duration;
         let contestants = vec![
             owner_only::<BwosLifo>(Order::Lifo, d),
@@ -188,40 +287,32 @@ pub fn run(args: &QueueArgs) -> Vec<Sample> {
             owner_only::<St3Fifo>(Order::Fifo, d),
             owner_only::<SeqRing>(Order::Fifo, d),
         ];
-        measure(
-            Experiment::NoThief,
-            "no thief",
-            contestants,
-            &plan,
-            &progress,
-            &mut samples,
-        );
+        let setting = Setting {
+            experiment: Experiment::NoThief,
+            name: "no thief",
+        };
+        measure(&setting, contestants, &plan, bar, &mut samples);
     }
-    if wanted(Experiment::OneThief) {
-        progress.set_prefix("one thief");
+    if plan.wants(Experiment::OneThief) {
         for &share in &plan.shares {
-            progress.set_message(format!("calibrating {share}%"));
+            bar.set_message(format!("one thief: calibrating the pauses for {share}%"));
             let contestants = vec![
-                with_thief::<BwosLifo>(Order::Lifo, share, &plan),
-                with_thief::<CrossbeamLifo>(Order::Lifo, share, &plan),
-                with_thief::<St3Lifo>(Order::Lifo, share, &plan),
-                with_thief::<BwosFifo>(Order::Fifo, share, &plan),
-                with_thief::<CrossbeamFifo>(Order::Fifo, share, &plan),
-                with_thief::<St3Fifo>(Order::Fifo, share, &plan),
+                with_thief::<BwosLifo>(Order::Lifo, share, &plan, bar),
+                with_thief::<CrossbeamLifo>(Order::Lifo, share, &plan, bar),
+                with_thief::<St3Lifo>(Order::Lifo, share, &plan, bar),
+                with_thief::<BwosFifo>(Order::Fifo, share, &plan, bar),
+                with_thief::<CrossbeamFifo>(Order::Fifo, share, &plan, bar),
+                with_thief::<St3Fifo>(Order::Fifo, share, &plan, bar),
             ];
-            let setting = format!("target {share}%");
-            measure(
-                Experiment::OneThief,
-                &setting,
-                contestants,
-                &plan,
-                &progress,
-                &mut samples,
-            );
+            let name = format!("target {share}%");
+            let setting = Setting {
+                experiment: Experiment::OneThief,
+                name: &name,
+            };
+            measure(&setting, contestants, &plan, bar, &mut samples);
         }
     }
-    if wanted(Experiment::Pool) {
-        progress.set_prefix("pool");
+    if plan.wants(Experiment::Pool) {
         for &threads in &plan.pool_threads {
             for &percent in &plan.steal_percents {
                 for policy in Policy::ALL {
@@ -237,20 +328,16 @@ pub fn run(args: &QueueArgs) -> Vec<Sample> {
                     .into_iter()
                     .flatten()
                     .collect();
-                    let setting = format!("N={threads} k={percent}% {}", policy.name());
-                    measure(
-                        Experiment::Pool,
-                        &setting,
-                        contestants,
-                        &plan,
-                        &progress,
-                        &mut samples,
-                    );
+                    let name = format!("N={threads} k={percent}% {}", policy.name());
+                    let setting = Setting {
+                        experiment: Experiment::Pool,
+                        name: &name,
+                    };
+                    measure(&setting, contestants, &plan, bar, &mut samples);
                 }
             }
         }
     }
-    progress.finish_and_clear();
     samples
 }
 
@@ -262,13 +349,22 @@ fn owner_only<'a, Q: Owner>(order: Order, duration: Duration) -> Contestant<'a> 
     }
 }
 
-fn with_thief<'a, Q: Stealable>(order: Order, share: u32, plan: &Plan) -> Contestant<'a> {
+/// Calibrates the thief's pause for `share` (a step of `bar`) unless it
+/// is 0.
+fn with_thief<'a, Q: Stealable>(
+    order: Order,
+    share: u32,
+    plan: &Plan,
+    bar: &Bar,
+) -> Contestant<'a> {
     let pause = (share > 0).then(|| {
-        one_thief::calibrate::<Q>(
+        let pause = one_thief::calibrate::<Q>(
             f64::from(share) / 100.0,
             plan.calibration_steps,
             plan.calibration_time,
-        )
+        );
+        bar.step();
+        pause
     });
     let duration = plan.duration;
     Contestant {
@@ -307,18 +403,26 @@ fn in_pool<'a, Q: Stealable>(
     })
 }
 
+/// Where a measurement belongs.
+struct Setting<'a> {
+    experiment: Experiment,
+    name: &'a str,
+}
+
 /// Measures every contestant `repetitions` times, interleaved (A B C, then
 /// C B A, ...) so that drift in the machine hits all of them alike.
 fn measure(
-    experiment: Experiment,
-    setting: &str,
+    setting: &Setting,
     mut contestants: Vec<Contestant>,
     plan: &Plan,
-    progress: &ProgressBar,
+    bar: &Bar,
     samples: &mut Vec<Sample>,
 ) {
-    progress.inc_length(u64::from(plan.repetitions) * contestants.len() as u64);
-    progress.set_message(setting.to_string());
+    let experiment = match setting.experiment {
+        Experiment::NoThief => "no thief",
+        Experiment::OneThief => "one thief",
+        Experiment::Pool => "pool",
+    };
     for repetition in 0..plan.repetitions {
         let order: Vec<usize> = if repetition % 2 == 0 {
             (0..contestants.len()).collect()
@@ -327,10 +431,17 @@ fn measure(
         };
         for i in order {
             let contestant = &mut contestants[i];
+            bar.set_message(format!(
+                "{experiment}, {}: {}, repetition {} of {}",
+                setting.name,
+                contestant.queue,
+                repetition + 1,
+                plan.repetitions
+            ));
             let measured = (contestant.measure)();
             samples.push(Sample {
-                experiment,
-                setting: setting.to_string(),
+                experiment: setting.experiment,
+                setting: setting.name.to_string(),
                 queue: contestant.queue,
                 order: contestant.order,
                 repetition,
@@ -338,7 +449,7 @@ fn measure(
                 owner_ops_per_sec: measured.owner_ops_per_sec,
                 stolen_share: measured.stolen_share,
             });
-            progress.inc(1);
+            bar.step();
         }
     }
 }

@@ -34,19 +34,20 @@ mod table;
 mod trees;
 
 use std::hint::black_box;
+use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use serde::Serialize;
 
+use crate::experiment::{self, About, Options, Results};
 use crate::forkjoin::runtime::{self, ForkJoin, fan_out};
-use crate::options::{PlotOption, RunOptions, WorkerThreads, repetitions_help};
+use crate::options::{OptionHelp, WorkerThreads};
+use crate::output::Samples;
+use crate::progress::{self, Bar};
 
-pub use table::{plots, tables};
+use table::{figures, tables};
 pub use trees::{Shape, Storage, Tree};
-
-/// Repetitions without `--repetitions`.
-pub const REPETITIONS: u32 = 5;
 
 /// Serial work per point with `--quick`, milliseconds.
 const QUICK_SERIAL_MS: u32 = 2;
@@ -61,22 +62,7 @@ const BODY_US: [f64; 5] = [0.1, 0.3, 1.0, 3.0, 10.0];
 
 /// Options of `bwos-bench small`.
 #[derive(Debug, Clone, clap::Args)]
-#[command(
-    mut_arg("quick", |a| a.help("A smoke run: one repetition, 2 ms of serial work per point, 20,000 tiny spawns")),
-    mut_arg("repetitions", repetitions_help("Repetitions (each builds every pool afresh)", REPETITIONS)),
-    mut_arg("threads", |a| a.help("Worker threads of every pool")),
-    mut_arg("plot", |a| a.help("Write speedup plots (body costs; tree sizes per storage, shape and calling) into this directory")),
-)]
 pub struct SmallArgs {
-    /// `--quick`, `--repetitions`, `--json`.
-    #[command(flatten)]
-    pub run: RunOptions,
-    /// `--plot`.
-    #[command(flatten)]
-    pub plot: PlotOption,
-    /// `--threads`.
-    #[command(flatten)]
-    pub threads: WorkerThreads,
     /// Spawns of the tiny body (spawn-tiny).
     #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u32).range(10..=100_000_000))]
     pub spawns: u32,
@@ -109,6 +95,51 @@ pub struct SmallArgs {
     pub workload: Vec<String>,
 }
 
+impl OptionHelp for SmallArgs {
+    const QUICK: &'static str =
+        "A smoke run: one repetition, 2 ms of serial work per point, 20,000 tiny spawns";
+    const REPETITIONS: &'static str = "Repetitions (each builds every pool afresh)";
+    const DEFAULT_REPETITIONS: u32 = 5;
+    const PLOT: &'static str = "Write speedup plots (body costs; tree sizes per storage, shape \
+         and calling) into this directory";
+    const THREADS: &'static str = "Worker threads of every pool";
+}
+
+impl experiment::Experiment for SmallArgs {
+    const NAME: &'static str = "small";
+    const ABOUT: About = About {
+        measures: "The smallest units of parallel work against the serial loop: tiny scope \
+                   spawns, spawns and join loops of 0.1 to 10 µs bodies, array and boxed trees \
+                   summed with a join per node, on bwos, rayon, chili and plain threads.",
+        better: "Higher speedup over serial is better; bwos/peer above 1 means bwos is faster.",
+        paper: None,
+    };
+    type Threads = WorkerThreads<SmallArgs>;
+    type Body = Samples<Sample>;
+
+    fn plan(options: &Options<Self>) -> progress::Plan {
+        let measurements: usize = points(options).iter().map(|p| p.runtimes().len()).sum();
+        let measurements = measurements as u64 * u64::from(options.run.repetitions(1));
+        progress::Plan {
+            steps: 1 + measurements,
+            seconds: 1.0 + measurements as f64 * budget_ns(options) * 1.5e-9,
+        }
+    }
+
+    fn run(options: &Options<Self>, bar: &Bar) -> io::Result<Results<Samples<Sample>>> {
+        let (round_trip_ns, samples) = run(options, bar);
+        let tables = format!(
+            "cache line round trip between two threads: {round_trip_ns:.0} ns (median of 5; a \
+             steal moves several lines from the victim's core to the thief's and back)\n{}",
+            tables(&samples, options.threads.count)
+        );
+        Ok(Results {
+            figures: figures(&samples),
+            ..Results::new(Samples { samples }, tables)
+        })
+    }
+}
+
 /// A body cost in microseconds, from 0.01 to 100,000.
 fn parse_body_us(text: &str) -> Result<f64, String> {
     let value: f64 = text
@@ -119,7 +150,7 @@ fn parse_body_us(text: &str) -> Result<f64, String> {
         Ok(value)
     } else {
         Err(format!(
-            "a body cost of {value} us is out of range: from 0.01 to 100000 us"
+            "a body cost of {value} µs is out of range: from 0.01 to 100000 µs"
         ))
     }
 }
@@ -185,12 +216,12 @@ impl Point {
     pub fn label(self) -> String {
         match self {
             Point::SpawnTiny => "spawn-tiny".into(),
-            Point::Spawn { body_us } => format!("spawn {body_us} us"),
+            Point::Spawn { body_us } => format!("spawn {body_us} µs"),
             Point::Loop {
                 body_us,
                 bodies,
                 calls,
-            } => format!("loop {bodies} x {body_us} us, {}", calls.name()),
+            } => format!("loop {bodies} x {body_us} µs, {}", calls.name()),
             Point::Tree {
                 storage,
                 shape,
@@ -241,25 +272,27 @@ enum Work {
     Tree(Tree),
 }
 
-/// Runs the benchmark and returns its samples.
-pub fn run(args: &SmallArgs) -> Vec<Sample> {
-    let repetitions = args.run.repetitions(REPETITIONS, 1);
-    let threads = args.threads.count as usize;
+/// Runs the benchmark; returns the cache line round trip (ns) and the
+/// samples.
+pub fn run(options: &Options<SmallArgs>, bar: &Bar) -> (f64, Vec<Sample>) {
+    let repetitions = options.run.repetitions(1);
+    let threads = options.threads.count as usize;
+    bar.set_message("calibrating the body's spin and planning the points");
     let spin_per_us = calibrate_spin();
-    eprintln!("small: a body of 1 us spins {spin_per_us} rounds");
-    println!(
-        "cache line round trip between two threads: {:.0} ns (median of 5; \
-         a steal moves several lines from the victim's core to the thief's and back)",
-        cache_line_round_trip_ns()
-    );
-    let plan = plan(args, spin_per_us);
-    eprintln!("small: {} points", plan.len());
+    let round_trip_ns = cache_line_round_trip_ns();
+    let plan = plan(options, spin_per_us);
+    bar.step();
     let mut samples = Vec::new();
     for repetition in 0..repetitions {
         for planned in &plan {
             let runtimes = planned.point.runtimes();
             for turn in 0..runtimes.len() {
                 let runtime = runtimes[(turn + repetition as usize) % runtimes.len()];
+                bar.set_message(format!(
+                    "{} on {runtime}, repetition {} of {repetitions}",
+                    planned.point.label(),
+                    repetition + 1
+                ));
                 let seconds = measure(planned, runtime, threads);
                 samples.push(Sample {
                     point: planned.point,
@@ -268,11 +301,11 @@ pub fn run(args: &SmallArgs) -> Vec<Sample> {
                     items: planned.items,
                     ns_per_item: seconds * 1e9 / f64::from(planned.items),
                 });
+                bar.step();
             }
         }
-        eprintln!("small: repetition {} of {repetitions} done", repetition + 1);
     }
-    samples
+    (round_trip_ns, samples)
 }
 
 fn wants(args: &SmallArgs, workload: &str) -> bool {
@@ -287,52 +320,35 @@ fn or_all<T: Copy>(picked: &[T], all: &[T]) -> Vec<T> {
     }
 }
 
-/// The points `args` ask for, with their inputs and item counts.
-fn plan(args: &SmallArgs, spin_per_us: u64) -> Vec<Planned> {
-    let quick = args.run.quick;
-    let budget_ns = f64::from(
-        args.serial_ms
-            .unwrap_or(if quick { QUICK_SERIAL_MS } else { 100 }),
-    ) * 1e6;
+/// Serial work per point, nanoseconds.
+fn budget_ns(options: &Options<SmallArgs>) -> f64 {
+    let default = if options.run.quick {
+        QUICK_SERIAL_MS
+    } else {
+        100
+    };
+    f64::from(options.own.serial_ms.unwrap_or(default)) * 1e6
+}
+
+/// The points `options` ask for, in the order they run.
+fn points(options: &Options<SmallArgs>) -> Vec<Point> {
+    let args = &options.own;
     let body_us = or_all(&args.body_us, &BODY_US);
     let calls = or_all(&args.calls, &Calls::ALL);
-    let rounds = |body_us: f64| ((spin_per_us as f64 * body_us).round() as u64).max(1);
-    let mut plan = Vec::new();
+    let mut points = Vec::new();
     if wants(args, "spawn-tiny") {
-        plan.push(Planned {
-            point: Point::SpawnTiny,
-            items: if quick {
-                args.spawns.min(20_000)
-            } else {
-                args.spawns
-            },
-            work: Work::SpawnTiny,
-        });
+        points.push(Point::SpawnTiny);
     }
     if wants(args, "spawn") {
-        for &body_us in &body_us {
-            plan.push(Planned {
-                point: Point::Spawn { body_us },
-                items: count_for(budget_ns, body_us * 1e3),
-                work: Work::Spawn {
-                    rounds: rounds(body_us),
-                },
-            });
-        }
+        points.extend(body_us.iter().map(|&body_us| Point::Spawn { body_us }));
     }
     if wants(args, "loop") {
         for &body_us in &body_us {
-            let work = Loop::new(args.bodies as usize, rounds(body_us));
-            let serial_ns = serial_call_ns(&|| work.call::<runtime::Serial>(&mut ()));
             for &how in &calls {
-                plan.push(Planned {
-                    point: Point::Loop {
-                        body_us,
-                        bodies: args.bodies,
-                        calls: how,
-                    },
-                    items: calls_for(budget_ns, serial_ns, how),
-                    work: Work::Loop(work.clone()),
+                points.push(Point::Loop {
+                    body_us,
+                    bodies: args.bodies,
+                    calls: how,
                 });
             }
         }
@@ -342,27 +358,96 @@ fn plan(args: &SmallArgs, spin_per_us: u64) -> Vec<Planned> {
         for storage in or_all(&args.storage, &Storage::ALL) {
             for shape in or_all(&args.shape, &Shape::ALL) {
                 for &nodes in &nodes {
-                    let serial_ns = {
-                        let tree = Tree::new(storage, shape, nodes as usize);
-                        serial_call_ns(&|| tree.sum::<runtime::Serial>(&mut ()))
-                    };
                     for &how in &calls {
-                        plan.push(Planned {
-                            point: Point::Tree {
-                                storage,
-                                shape,
-                                nodes,
-                                calls: how,
-                            },
-                            items: calls_for(budget_ns, serial_ns, how),
-                            work: Work::Tree(Tree::new(storage, shape, nodes as usize)),
+                        points.push(Point::Tree {
+                            storage,
+                            shape,
+                            nodes,
+                            calls: how,
                         });
                     }
                 }
             }
         }
     }
-    plan
+    points
+}
+
+/// The points `options` ask for, with their inputs and item counts.
+fn plan(options: &Options<SmallArgs>, spin_per_us: u64) -> Vec<Planned> {
+    let args = &options.own;
+    let budget_ns = budget_ns(options);
+    let rounds = |body_us: f64| ((spin_per_us as f64 * body_us).round() as u64).max(1);
+    // A serial call's time, measured once per input (both callings use it).
+    let mut serial_ns: Vec<(Point, f64)> = Vec::new();
+    let mut serial_once =
+        |key: Point, call: &dyn Fn() -> f64| match serial_ns.iter().find(|(k, _)| *k == key) {
+            Some(&(_, ns)) => ns,
+            None => {
+                let ns = call();
+                serial_ns.push((key, ns));
+                ns
+            }
+        };
+    points(options)
+        .into_iter()
+        .map(|point| match point {
+            Point::SpawnTiny => Planned {
+                point,
+                items: if options.run.quick {
+                    args.spawns.min(20_000)
+                } else {
+                    args.spawns
+                },
+                work: Work::SpawnTiny,
+            },
+            Point::Spawn { body_us } => Planned {
+                point,
+                items: count_for(budget_ns, body_us * 1e3),
+                work: Work::Spawn {
+                    rounds: rounds(body_us),
+                },
+            },
+            Point::Loop {
+                body_us,
+                bodies,
+                calls,
+            } => {
+                let work = Loop::new(bodies as usize, rounds(body_us));
+                let key = Point::Spawn { body_us };
+                let ns = serial_once(key, &|| {
+                    serial_call_ns(&|| work.call::<runtime::Serial>(&mut ()))
+                });
+                Planned {
+                    point,
+                    items: calls_for(budget_ns, ns, calls),
+                    work: Work::Loop(work),
+                }
+            }
+            Point::Tree {
+                storage,
+                shape,
+                nodes,
+                calls,
+            } => {
+                let tree = Tree::new(storage, shape, nodes as usize);
+                let key = Point::Tree {
+                    storage,
+                    shape,
+                    nodes,
+                    calls: Calls::BackToBack,
+                };
+                let ns = serial_once(key, &|| {
+                    serial_call_ns(&|| tree.sum::<runtime::Serial>(&mut ()))
+                });
+                Planned {
+                    point,
+                    items: calls_for(budget_ns, ns, calls),
+                    work: Work::Tree(tree),
+                }
+            }
+        })
+        .collect()
 }
 
 /// How many items of `item_ns` fit in `budget_ns` (at least 10).
@@ -693,15 +778,22 @@ fn timed(work: impl FnOnce()) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiment::Experiment;
+    use crate::options::RunOptions;
 
-    fn quick_args() -> SmallArgs {
-        SmallArgs {
+    fn quick(own: SmallArgs) -> Options<SmallArgs> {
+        Options {
             run: RunOptions {
                 quick: true,
                 ..RunOptions::default()
             },
-            plot: PlotOption::default(),
-            threads: WorkerThreads { count: 2 },
+            threads: WorkerThreads::of(2),
+            own,
+        }
+    }
+
+    fn quick_args() -> SmallArgs {
+        SmallArgs {
             spawns: 2_000,
             body_us: vec![0.1, 1.0],
             bodies: 64,
@@ -714,9 +806,15 @@ mod tests {
         }
     }
 
+    /// Also: the plan's step count is the run's (mutation: a plan that
+    /// forgets the calibration step).
     #[test]
     fn a_quick_run_measures_every_point_on_each_of_its_runtimes() {
-        let samples = run(&quick_args());
+        let options = quick(quick_args());
+        let bar = Bar::hidden();
+        let (_, samples) = run(&options, &bar);
+        // Every step planned is taken: the bar ends full.
+        assert_eq!(bar.position(), SmallArgs::plan(&options).steps);
         // spawn-tiny: 3; spawn: 2 costs x 4; loop: 2 costs x 2 callings x 5;
         // tree: 2 storages x 2 shapes x 1 size x 2 callings x 4.
         assert_eq!(samples.len(), 3 + 2 * 4 + 2 * 2 * 5 + 2 * 2 * 2 * 4);
@@ -724,8 +822,8 @@ mod tests {
         let table = tables(&samples, 2);
         for row in [
             "| spawn-tiny |",
-            "| spawn 1 us |",
-            "| loop 64 x 0.1 us, entered |",
+            "| spawn 1 µs |",
+            "| loop 64 x 0.1 µs, entered |",
             "| tree boxed skewed 63, back to back |",
             "| tree array balanced 63, entered |",
         ] {
@@ -751,7 +849,7 @@ mod tests {
             nodes: vec![15, 31],
             ..quick_args()
         };
-        let plan = plan(&args, 100);
+        let plan = plan(&quick(args), 100);
         let labels: Vec<String> = plan.iter().map(|p| p.point.label()).collect();
         assert_eq!(
             labels,

@@ -1,10 +1,9 @@
 //! The tables, goals and plots of `bwos-bench small`.
 
 use std::fmt::Write as _;
-use std::path::Path;
 
 use super::{Calls, Point, Sample, Shape, Storage};
-use crate::report::{Series, line_plot};
+use crate::plot::{Better, Chart, Figure, Series};
 use crate::stats::Summary;
 
 /// The runtimes compared with the serial loop, in table order.
@@ -193,17 +192,21 @@ fn goals(samples: &[Sample]) -> String {
     out
 }
 
-/// Speedup plots into `dir`: one per body-cost workload and calling (x:
-/// body cost), one per tree storage, shape and calling (x: nodes).
-pub fn plots(samples: &[Sample], dir: &Path) -> std::io::Result<Vec<String>> {
+/// Speedup figures: one per body-cost workload and calling (x: body
+/// cost), one per tree storage, shape and calling (x: nodes).
+pub fn figures(samples: &[Sample]) -> Vec<Figure> {
     let points = points(samples);
-    let mut written = Vec::new();
-    let mut plot = |name: String, caption: String, x_label: &str, group: Vec<Point>| {
-        let x_names: Vec<String> = group
+    let mut figures = Vec::new();
+    let mut figure = |file: String, title: String, x_label: &str, group: Vec<Point>| {
+        let x_ticks: Vec<(f64, String)> = group
             .iter()
-            .map(|p| match *p {
-                Point::Tree { nodes, .. } => nodes.to_string(),
-                p => format!("{} us", p.body_us().unwrap_or(0.0)),
+            .enumerate()
+            .map(|(x, p)| {
+                let label = match *p {
+                    Point::Tree { nodes, .. } => nodes.to_string(),
+                    p => format!("{} µs", p.body_us().unwrap_or(0.0)),
+                };
+                (x as f64, label)
             })
             .collect();
         let series: Vec<Series> = PARALLEL
@@ -216,54 +219,52 @@ pub fn plots(samples: &[Sample], dir: &Path) -> std::io::Result<Vec<String>> {
                         Some((x as f64, speed(samples, p, runtime, "serial")?.median))
                     })
                     .collect();
-                (!line.is_empty()).then_some((runtime, line))
+                (!line.is_empty()).then(|| Series::new(runtime, line))
             })
             .collect();
         if series.is_empty() {
-            return Ok(());
+            return;
         }
-        let label = |x: &f64| {
-            let i = x.round();
-            if (x - i).abs() < 0.01 && i >= 0.0 {
-                x_names.get(i as usize).cloned().unwrap_or_default()
-            } else {
-                String::new()
-            }
-        };
-        line_plot(
-            &dir.join(&name),
-            &caption,
-            x_label,
-            "speedup over serial",
-            &series,
-            Some(&label),
-        )?;
-        written.push(dir.join(name).display().to_string());
-        Ok::<(), std::io::Error>(())
+        figures.push(Figure {
+            file,
+            title,
+            better: Better::Higher,
+            note: "medians over repetitions".into(),
+            chart: Chart::Lines {
+                x_label: x_label.into(),
+                y_label: "speedup over serial (serial time / time)".into(),
+                x_ticks: Some(x_ticks),
+                series,
+                reference: Some((1.0, "as fast as the serial loop".into())),
+            },
+        });
     };
     let spawn: Vec<Point> = points
         .iter()
         .copied()
         .filter(|p| matches!(p, Point::Spawn { .. }))
         .collect();
-    plot(
+    figure(
         "small-spawn.svg".into(),
-        "spawns in one scope: speedup over serial".into(),
-        "body cost",
+        "Spawns in one scope: speedup over the serial loop, by body cost".into(),
+        "body cost (µs of work per spawn)",
         spawn,
-    )?;
+    );
     for how in Calls::ALL {
         let group: Vec<Point> = points
             .iter()
             .copied()
             .filter(|p| matches!(p, Point::Loop { calls, .. } if *calls == how))
             .collect();
-        plot(
+        figure(
             format!("small-loop-{}.svg", slug(how.name())),
-            format!("join loop, calls {}: speedup over serial", how.name()),
-            "body cost",
+            format!(
+                "Join loop, calls {}: speedup over serial, by body cost",
+                how.name()
+            ),
+            "body cost (µs of work per body)",
             group,
-        )?;
+        );
     }
     for storage in Storage::ALL {
         for shape in Shape::ALL {
@@ -276,7 +277,7 @@ pub fn plots(samples: &[Sample], dir: &Path) -> std::io::Result<Vec<String>> {
                             if *s == storage && *h == shape && *calls == how)
                     })
                     .collect();
-                plot(
+                figure(
                     format!(
                         "small-tree-{}-{}-{}.svg",
                         storage.name(),
@@ -284,18 +285,18 @@ pub fn plots(samples: &[Sample], dir: &Path) -> std::io::Result<Vec<String>> {
                         slug(how.name())
                     ),
                     format!(
-                        "{} {} tree, calls {}: speedup over serial",
+                        "Tree sum, {} and {}, calls {}: speedup over serial, by size",
                         storage.name(),
                         shape.name(),
                         how.name()
                     ),
-                    "nodes",
+                    "tree size (nodes)",
                     group,
-                )?;
+                );
             }
         }
     }
-    Ok(written)
+    figures
 }
 
 fn slug(name: &str) -> String {

@@ -59,7 +59,10 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::options::WorkerThreads;
+use crate::experiment::Run;
+use crate::header::Header;
+use crate::options::{ThreadsHelp, WorkerThreads};
+use crate::output;
 use probe::Resources;
 use workload::{Part, Running};
 
@@ -77,7 +80,6 @@ const THREAD_SLACK: f64 = 4.0;
 
 /// Options of `bwos-bench soak`.
 #[derive(Debug, Clone, clap::Args)]
-#[command(mut_arg("threads", |a| a.help("Worker threads of the pool")))]
 pub struct SoakArgs {
     /// A smoke run: 6 s, a sample every 0.5 s, warm-up 1.2 s.
     #[arg(long)]
@@ -109,10 +111,35 @@ pub struct SoakArgs {
     pub tolerance: f64,
     /// `--threads`.
     #[command(flatten)]
-    pub threads: WorkerThreads,
+    pub threads: WorkerThreads<SoakArgs>,
     /// Write the settings, samples, checks and errors to this JSON file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+}
+
+impl ThreadsHelp for SoakArgs {
+    const THREADS: &'static str = "Worker threads of the pool";
+}
+
+/// The soak: its samples and checks are printed as they come; a failed
+/// check makes the command fail, after the JSON is written.
+impl Run for SoakArgs {
+    fn run(&self) -> std::io::Result<()> {
+        let header = Header::collect();
+        print!("{}", header.render());
+        let outcome = run(self)?;
+        if let Some(path) = &self.json {
+            output::write_json(&header, &outcome, path)?;
+            println!("\nwrote {}", path.display());
+        }
+        if outcome.passed {
+            return Ok(());
+        }
+        Err(std::io::Error::other(format!(
+            "soak failed: {}",
+            outcome.failed().join(", ")
+        )))
+    }
 }
 
 /// `90`, `90s`, `1500ms`, `10m`, `1h`, `0.5s`: a bare number is seconds.
@@ -752,7 +779,7 @@ mod tests {
                 connections: 2,
                 max_blocking_threads: 8,
                 tolerance: 5.0,
-                threads: WorkerThreads { count: 2 },
+                threads: WorkerThreads::of(2),
                 json: None,
             };
             let outcome = run(&args).expect("the soak runs");

@@ -216,7 +216,7 @@ fn chained_spawn<R: AsyncRuntime>(rt: &R, scale: Scale) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::asyncrt::runtime::{Bwos, Smol, Tokio};
+    use crate::r#async::runtime::{Bwos, Smol, Tokio};
 
     fn run_all<R: AsyncRuntime>() {
         let rt = R::start(2);

@@ -26,12 +26,16 @@
 //! ran the same loop, 40.9 M and 40.2 M instructions at scale 0.1).
 
 use std::fmt::Write as _;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde::Serialize;
 
-use crate::options::{RunOptions, ThreadCounts, repetitions_help};
+use crate::experiment::{self, About, Options, Results};
+use crate::options::{OptionHelp, ThreadCounts};
+use crate::plot::{BarSeries, Better, Chart, Figure};
+use crate::progress::{self, Bar};
 use crate::stats::Summary;
 
 /// The programs, in the order of the table.
@@ -45,42 +49,128 @@ pub const PROGRAMS: [&str; 7] = [
     "par-bridge",
 ];
 
-/// Repetitions per program, build and thread count without
-/// `--repetitions`.
-pub const REPETITIONS: u32 = 5;
-
 /// Options of `bwos-bench rayon`.
 #[derive(Debug, Clone, clap::Args)]
-#[command(
-    mut_arg("quick", |a| a.help("A smoke run: small inputs, one repetition")),
-    mut_arg("repetitions", repetitions_help("Repetitions per program, build and thread count", REPETITIONS)),
-    mut_arg("threads", |a| a.help("Thread counts, comma-separated or repeated (default: 1 and 2)")),
-)]
 pub struct RayonArgs {
-    /// `--quick`, `--repetitions`, `--json`.
-    #[command(flatten)]
-    pub run: RunOptions,
-    /// `--threads`.
-    #[command(flatten)]
-    pub threads: ThreadCounts,
     /// Codegen units of both release builds (default: the default release
     /// profile's, which users get; see the module docs)
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub codegen_units: Option<u32>,
 }
 
-impl RayonArgs {
-    /// The options `report` uses: at most 3 repetitions, with the report's
-    /// `run` options.
-    pub fn for_report(run: RunOptions) -> Self {
-        RayonArgs {
-            run: RunOptions {
-                repetitions: Some(run.repetitions.map_or(3, |n| n.min(3))),
-                ..run
-            },
-            threads: ThreadCounts::default(),
-            codegen_units: None,
+impl OptionHelp for RayonArgs {
+    const QUICK: &'static str = "A smoke run: small inputs, one repetition";
+    const REPETITIONS: &'static str = "Repetitions per program, build and thread count";
+    const DEFAULT_REPETITIONS: u32 = 5;
+    const PLOT: &'static str = "Write an SVG plot (each program's speed on the drop-in \
+         relative to stock rayon-core) into this directory";
+    const THREADS: &'static str = "Thread counts, comma-separated or repeated (default: 1 and 2)";
+}
+
+impl experiment::Experiment for RayonArgs {
+    const NAME: &'static str = "rayon";
+    const ABOUT: About = About {
+        measures: "Seven rayon programs (parallel iterators, sort, join) built twice, against \
+                   stock rayon-core and against the bwos drop-in (`crates/rayon-core`), run \
+                   alternately in processes of their own; and the CPU a pool burns while idle \
+                   after its work.",
+        better: "Higher speedup (stock time / bwos time) is better: above 1, the drop-in is \
+                 faster; less idle CPU is better.",
+        paper: None,
+    };
+    type Threads = ThreadCounts<RayonArgs>;
+    type Body = Body;
+
+    fn plan(options: &Options<Self>) -> progress::Plan {
+        let runs = 2 * PROGRAMS.len() * threads(options).len();
+        let runs = runs as u64 * u64::from(options.run.repetitions(1));
+        let run_seconds = if options.run.quick { 0.05 } else { 0.5 };
+        progress::Plan {
+            steps: 2 + runs,
+            seconds: 2.0 * BUILD_SECONDS + runs as f64 * run_seconds,
         }
+    }
+
+    fn run(options: &Options<Self>, bar: &Bar) -> io::Result<Results<Body>> {
+        let rows = run(options, bar)?;
+        let codegen_units = options.own.codegen_units;
+        let tables = format!(
+            "both builds: release, codegen-units = {}\n{}",
+            codegen_units.map_or("the profile's default (16)".to_string(), |n| n.to_string()),
+            table(&rows)
+        );
+        Ok(Results {
+            figures: vec![figure(&rows)],
+            ..Results::new(
+                Body {
+                    codegen_units,
+                    rows,
+                },
+                tables,
+            )
+        })
+    }
+
+    /// At most 3 repetitions.
+    fn for_report(report: &crate::report::Settings) -> Option<Options<Self>> {
+        let repetitions = Some(report.repetitions.map_or(3, |n| n.min(3)));
+        Some(Options {
+            run: report.run_options(report.json_beside(Self::NAME), repetitions),
+            threads: ThreadCounts::default(),
+            own: RayonArgs {
+                codegen_units: None,
+            },
+        })
+    }
+}
+
+/// A rough time for one build, to weigh the experiment against others
+/// (a first build compiles rayon and bwos; later ones are incremental).
+const BUILD_SECONDS: f64 = 20.0;
+
+/// The JSON body: the builds' codegen units and every row.
+#[derive(Debug, Serialize)]
+pub struct Body {
+    pub codegen_units: Option<u32>,
+    pub rows: Vec<Row>,
+}
+
+fn threads(options: &Options<RayonArgs>) -> Vec<usize> {
+    options.threads.or_else(|| vec![1, 2])
+}
+
+/// Each program's speedup on the drop-in, a bar per thread count.
+fn figure(rows: &[Row]) -> Figure {
+    let mut thread_counts: Vec<usize> = rows.iter().map(|row| row.threads).collect();
+    thread_counts.sort_unstable();
+    thread_counts.dedup();
+    let series = thread_counts
+        .iter()
+        .map(|&threads| {
+            let values = PROGRAMS
+                .iter()
+                .map(|&program| {
+                    rows.iter()
+                        .find(|row| row.program == program && row.threads == threads)
+                        .and_then(Row::speedup)
+                        .map(|s| s.median)
+                })
+                .collect();
+            BarSeries::new(format!("{threads} thread(s)"), values)
+        })
+        .collect();
+    Figure {
+        file: "rayon.svg".into(),
+        title: "rayon programs: the bwos drop-in's speed against stock rayon-core".into(),
+        better: Better::Higher,
+        note: "stock time / bwos time, paired, median over repetitions; above 1, bwos is faster"
+            .into(),
+        chart: Chart::Bars {
+            value_label: "stock time / bwos time".into(),
+            categories: PROGRAMS.iter().map(|p| p.to_string()).collect(),
+            series,
+            reference: Some((1.0, "as fast as stock rayon-core".into())),
+        },
     }
 }
 
@@ -120,12 +210,17 @@ impl Row {
 }
 
 /// Builds both binaries and runs the experiment.
-pub fn run(args: &RayonArgs) -> std::io::Result<Vec<Row>> {
-    let stock = build(Build::Stock, args.codegen_units)?;
-    let bwos = build(Build::Bwos, args.codegen_units)?;
-    let threads = args.threads.or_else(|| vec![1, 2]);
-    let scale = if args.run.quick { 0.02 } else { 1.0 };
-    let repetitions = args.run.repetitions(REPETITIONS, 1);
+pub fn run(options: &Options<RayonArgs>, bar: &Bar) -> std::io::Result<Vec<Row>> {
+    let codegen_units = options.own.codegen_units;
+    bar.set_message("building the programs against stock rayon-core");
+    let stock = build(Build::Stock, codegen_units)?;
+    bar.step();
+    bar.set_message("building the programs against the bwos drop-in");
+    let bwos = build(Build::Bwos, codegen_units)?;
+    bar.step();
+    let threads = threads(options);
+    let scale = if options.run.quick { 0.02 } else { 1.0 };
+    let repetitions = options.run.repetitions(1);
     let mut rows: Vec<Row> = threads
         .iter()
         .flat_map(|&threads| {
@@ -139,7 +234,7 @@ pub fn run(args: &RayonArgs) -> std::io::Result<Vec<Row>> {
             })
         })
         .collect();
-    let idle_window_ms = if args.run.quick {
+    let idle_window_ms = if options.run.quick {
         IDLE_WINDOW_MS / 10
     } else {
         IDLE_WINDOW_MS
@@ -152,6 +247,12 @@ pub fn run(args: &RayonArgs) -> std::io::Result<Vec<Row>> {
                 [Build::Bwos, Build::Stock]
             };
             for which in order {
+                bar.set_message(format!(
+                    "{} on {} thread(s), {which:?} build, repetition {} of {repetitions}",
+                    row.program,
+                    row.threads,
+                    repetition + 1
+                ));
                 let binary = if which == Build::Stock { &stock } else { &bwos };
                 let idle_ms = (row.program == IDLE_PROBE_PROGRAM).then_some(idle_window_ms);
                 let run = run_child(binary, which, row.program, row.threads, scale, idle_ms)?;
@@ -161,6 +262,7 @@ pub fn run(args: &RayonArgs) -> std::io::Result<Vec<Row>> {
                 };
                 times.push(run.ms);
                 idle_cpu.extend(run.idle_cpu_ms);
+                bar.step();
             }
         }
     }
@@ -196,7 +298,6 @@ fn build(which: Build, codegen_units: Option<u32>) -> std::io::Result<PathBuf> {
         .expect("writing to a String");
     }
     std::fs::write(dir.join("Cargo.toml"), manifest)?;
-    eprintln!("building the {name} rayon programs ...");
     let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .args(["build", "--release", "--quiet", "--manifest-path"])
         .arg(dir.join("Cargo.toml"))
