@@ -1,6 +1,6 @@
 //! The parallel-iterator programs of `bwos-bench rayon`, built twice: once
 //! against stock rayon and once with rayon-core patched onto bwos (see
-//! `src/rayon_dropin.rs`). Not part of the bwos-bench crate: the bench
+//! `src/rayon.rs`). Not part of the bwos-bench crate: the bench
 //! writes the two manifests and builds this file with each.
 //!
 //! Usage: `rayon-programs <program> <threads> <scale> [<idle ms>]`: runs

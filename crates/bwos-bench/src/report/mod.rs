@@ -4,7 +4,7 @@
 //! `target/report` by default): `index.html` (one static page: the
 //! machine, every table and plot, what each experiment measures and which
 //! way is better, the papers' claims beside this machine's results),
-//! `report.md` (the same tables), the SVG plots and the JSON files. The
+//! report.md (the same tables), the SVG plots and the JSON files. The
 //! page is checked after it is written (`page::check`): every plot it
 //! shows exists, every experiment has its tables.
 

@@ -1,5 +1,5 @@
 //! The report's files: `index.html`, one static page with everything, and
-//! `report.md`, the same tables in Markdown; and [`check`], which reads
+//! report.md, the same tables in Markdown; and [`check`], which reads
 //! the page back and says what is missing.
 //!
 //! Experiments write their tables as text: lines starting with `|` are
