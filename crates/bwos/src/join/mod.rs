@@ -24,9 +24,9 @@ use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
 
 use crate::sched::job::{JobResult, StackJob};
-use crate::sched::latch::WorkerLatch;
 use crate::sched::pool::ThreadPool;
 use crate::sched::registry::in_global_pool;
+use crate::sched::wait::WorkerLatch;
 use crate::sched::worker::WorkerThread;
 
 /// The queued jobs a worker keeps in its own block before `join` stops

@@ -4,10 +4,10 @@ use loom::sync::Arc;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::thread;
 
-use super::{builder, handoff};
+use super::{builder, handoff, thread_latch};
 use crate::sched::idle::balance::Balance;
 use crate::sched::idle::sleep::Sleep;
-use crate::sched::latch::{CoreLatch, Latch, ThreadLatch};
+use crate::sched::latch::{CoreLatch, Latch};
 
 /// Balanced work stealing: worker 0 is the watchdog, steals a job and
 /// hands its role on (waking worker 1 if it sleeps), then produces work
@@ -90,7 +90,7 @@ fn credit_wake_up_races_with_the_latch() {
         let sleeper = {
             let sleep = sleep.clone();
             thread::spawn(move || {
-                let latch = Arc::new(ThreadLatch::for_current_thread());
+                let latch = Arc::new(thread_latch());
                 latch_sender.send(latch.clone());
                 sleep.start_searching();
                 while !latch.core().probe() {

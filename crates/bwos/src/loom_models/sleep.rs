@@ -4,9 +4,9 @@ use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::thread;
 
-use super::{builder, handoff};
+use super::{builder, handoff, thread_latch};
 use crate::sched::idle::sleep::Sleep;
-use crate::sched::latch::{CoreLatch, Latch, ThreadLatch};
+use crate::sched::latch::{CoreLatch, Latch};
 
 /// A waiting worker's two reasons to wake up race: new work and its latch.
 /// Whichever comes, the worker must not stay parked, and the latch must be
@@ -20,7 +20,7 @@ fn sleeping_worker_wakes_for_latch_or_work() {
         let worker = {
             let (sleep, work) = (sleep.clone(), work.clone());
             thread::spawn(move || {
-                let latch = Arc::new(ThreadLatch::for_current_thread());
+                let latch = Arc::new(thread_latch());
                 latch_sender.send(latch.clone());
                 sleep.start_searching();
                 while !latch.core().probe() {

@@ -71,4 +71,5 @@ pub(crate) mod task;
 pub(crate) mod time;
 #[cfg(feature = "tokio-compat")]
 pub(crate) mod tokio_compat;
+pub(crate) mod wait;
 pub(crate) mod worker;

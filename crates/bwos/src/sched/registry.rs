@@ -24,7 +24,7 @@ use super::global;
 use super::idle::balance::Balance;
 use super::idle::sleep::Sleep;
 use super::job::{HeapJob, JobRef, StackJob};
-use super::latch::{CoreLatch, ThreadLatch};
+use super::latch::CoreLatch;
 use super::queues::take_oldest;
 use super::stats::{PoolStats, WorkerCounters, WorkerStats};
 use super::steal::WhereWorkersRun;
@@ -34,6 +34,7 @@ use super::task::raw::Notified;
 #[cfg(feature = "test-util")]
 use super::time::auto_advance::AutoAdvance;
 use super::time::{Timers, WakeFor, Watch};
+use super::wait::ThreadLatch;
 use super::worker::WorkerThread;
 
 /// The handler of panics in `spawn`ed jobs.

@@ -16,9 +16,10 @@ use std::sync::{Arc, Mutex};
 
 use super::spawn::detached_job;
 use crate::sched::job::{HeapJob, JobRef};
-use crate::sched::latch::{Latch, WaiterLatch};
+use crate::sched::latch::Latch;
 use crate::sched::pool::ThreadPool;
 use crate::sched::registry::Registry;
+use crate::sched::wait::WaiterLatch;
 
 /// Which worker a broadcast closure runs on.
 pub struct BroadcastContext<'a> {

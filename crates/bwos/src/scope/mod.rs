@@ -20,9 +20,10 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 use counter::NowaCounter;
 
 use crate::sched::job::{AbortOnUnwind, HeapJob, JobRef};
-use crate::sched::latch::{Latch, WaiterLatch};
+use crate::sched::latch::Latch;
 use crate::sched::pool::ThreadPool;
 use crate::sched::registry::{Registry, in_worker};
+use crate::sched::wait::WaiterLatch;
 use crate::sched::worker::WorkerThread;
 use broadcast::BroadcastContext;
 

@@ -24,8 +24,9 @@ use std::task::{Context, Poll, Wake, Waker};
 
 use crate::sched::context;
 use crate::sched::coop;
-use crate::sched::latch::{Latch, ThreadLatch};
+use crate::sched::latch::Latch;
 use crate::sched::registry::Registry;
+use crate::sched::wait::ThreadLatch;
 
 /// Runs `future` to completion on the calling thread and returns its
 /// output. Tasks, timers and sockets it creates belong to the current pool
