@@ -3,18 +3,9 @@
 //! `current_thread_index`, `yield_now`, ...). Outside every pool they
 //! answer `None`, or use the global pool.
 
-use super::builder::MAX_THREADS;
+use super::num_threads::MAX_THREADS;
 use super::registry::Registry;
-use super::worker::WorkerThread;
-
-/// What [`yield_now`] or [`yield_local`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Yield {
-    /// It ran one job.
-    Executed,
-    /// It found no job to run.
-    Idle,
-}
+use super::worker::{WorkerThread, Yield};
 
 /// Runs one pending job of the current pool, if there is one, in the
 /// order a worker looks for work: a job of the calling worker's queue, a

@@ -39,9 +39,21 @@
 use std::cell::Cell;
 use std::time::Duration;
 
-use super::builder::MIN_LONG_POLL_THRESHOLD;
 use super::clock;
 use super::stats::WorkerCounters;
+
+/// `ThreadPoolBuilder::long_poll_threshold`'s default.
+pub(crate) const DEFAULT_LONG_POLL_THRESHOLD: Duration = Duration::from_millis(10);
+
+/// The shortest long-poll threshold: below a millisecond, a worker's
+/// ordinary hiccups (a page fault, an interrupt, being preempted) would
+/// count, and the poll clock's cheap first check assumes it
+/// (`sched/clock.rs`).
+pub(crate) const MIN_LONG_POLL_THRESHOLD: Duration = Duration::from_millis(1);
+
+/// The longest long-poll threshold: an hour. Longer is no threshold at all
+/// (to count no poll, ignore the counter).
+pub(crate) const MAX_LONG_POLL_THRESHOLD: Duration = Duration::from_secs(3600);
 
 /// The most polls timed as one group: two clock reads per 128 polls cost
 /// well under 1% of the shortest polls.

@@ -56,6 +56,7 @@ pub(crate) mod idle;
 pub(crate) mod job;
 pub(crate) mod latch;
 pub(crate) mod long_polls;
+pub(crate) mod num_threads;
 pub(crate) mod pool;
 pub(crate) mod queues;
 pub(crate) mod registry;

@@ -7,10 +7,10 @@ use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::current::Yield;
 use super::handle::Handle;
 use super::registry::Registry;
 use super::stats::PoolStats;
+use super::worker::Yield;
 
 /// A pool of worker threads, each with a BWoS queue.
 ///

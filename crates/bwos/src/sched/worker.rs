@@ -80,13 +80,13 @@
 //! private blocks does not promise (rayon does not promise it either).
 
 use std::cell::Cell;
+use std::io;
 use std::ptr;
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
 use bwos_queue::{fifo, lifo};
 
-use super::current::Yield;
 use super::idle::sleep::IdleHint;
 use super::idle::{Idle, IdleConfig, IdlePolicy, IdleWorker};
 use super::job::{AbortOnUnwind, JobRef};
@@ -97,7 +97,6 @@ use super::queues::{
     TASK_SLICE,
 };
 use super::registry::Registry;
-use super::start::Started;
 use super::stats::WorkerCounters;
 use super::steal::topology::{Topology, current_cpu, pin_current_thread};
 use super::steal::{StealConfig, StealPolicy, Victims};
@@ -128,6 +127,16 @@ thread_local! {
     /// meanwhile, so the thread works for the entered pool as a thread
     /// outside the pools does. At most one of the two is non-null.
     static HIDDEN: Cell<*const WorkerThread> = const { Cell::new(ptr::null()) };
+}
+
+/// What [`yield_now`](crate::yield_now) or [`yield_local`](crate::yield_local)
+/// did: the outcome of [`WorkerThread::yield_now`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Yield {
+    /// It ran one job.
+    Executed,
+    /// It found no job to run.
+    Idle,
 }
 
 /// How the builder configured the workers of a pool.
@@ -1069,5 +1078,57 @@ impl WorkerThread {
             stack_limit: Cell::new(super::stack::stack_limit_here()),
             building_thread,
         }
+    }
+}
+
+/// Counts the workers that registered their thread handle, so that the
+/// pool is returned only when every worker can be woken.
+#[derive(Default)]
+pub(crate) struct Started {
+    state: Mutex<StartState>,
+    all: Condvar,
+}
+
+#[derive(Default)]
+struct StartState {
+    count: usize,
+    /// The first worker that could not be set up as asked (pinning).
+    failure: Option<(usize, io::Error)>,
+}
+
+impl Started {
+    /// The calling worker registered its thread: it can be woken.
+    pub(crate) fn worker_started(&self) {
+        self.lock().count += 1;
+        self.all.notify_all();
+    }
+
+    /// Worker `index` could not be set up as configured; `build` stops the
+    /// pool and returns the error.
+    pub(crate) fn worker_failed(&self, index: usize, error: io::Error) {
+        self.lock().failure.get_or_insert((index, error));
+    }
+
+    /// The first worker that could not be set up, and why.
+    pub(crate) fn take_failure(&self) -> Option<(usize, io::Error)> {
+        self.lock().failure.take()
+    }
+
+    /// Waits until `workers` workers have started.
+    pub(crate) fn wait_for(&self, workers: usize) {
+        let mut state = self.lock();
+        while state.count < workers {
+            state = self
+                .all
+                .wait(state)
+                .unwrap_or_else(|poison| poison.into_inner());
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, StartState> {
+        // Nothing panics while holding this lock.
+        self.state
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
     }
 }
