@@ -23,9 +23,9 @@
 use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
 
+use crate::sched::current::in_current_pool;
 use crate::sched::job::{JobResult, StackJob};
 use crate::sched::pool::ThreadPool;
-use crate::sched::registry::in_global_pool;
 use crate::sched::wait::WorkerLatch;
 use crate::sched::worker::WorkerThread;
 
@@ -67,7 +67,7 @@ where
 {
     let worker = WorkerThread::current_ptr();
     if worker.is_null() {
-        return in_global_pool(|worker, _| join_in_worker(worker, a, b));
+        return in_current_pool(|worker, _| join_in_worker(worker, a, b));
     }
     // SAFETY: as in `WorkerThread::with_current`: non-null, the current
     // worker lives on this thread's stack while the thread runs pool
@@ -127,7 +127,7 @@ where
     // As in `join`: the call on the current worker is written out.
     WorkerThread::with_current(|worker| match worker {
         Some(worker) => join_context_in_worker(worker, a, b, false),
-        None => in_global_pool(|worker, injected| join_context_in_worker(worker, a, b, injected)),
+        None => in_current_pool(|worker, injected| join_context_in_worker(worker, a, b, injected)),
     })
 }
 

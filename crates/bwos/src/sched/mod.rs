@@ -53,6 +53,7 @@ pub(crate) mod frame_cache;
 pub(crate) mod global;
 pub(crate) mod handle;
 pub(crate) mod idle;
+pub(crate) mod inject;
 pub(crate) mod job;
 pub(crate) mod latch;
 pub(crate) mod long_polls;
@@ -63,6 +64,8 @@ pub(crate) mod registry;
 pub(crate) mod replacement;
 #[cfg(feature = "fork")]
 pub(crate) mod stack;
+#[cfg(feature = "fork")]
+pub(crate) mod stack_limit;
 pub(crate) mod start;
 pub(crate) mod stats;
 pub(crate) mod steal;

@@ -1,16 +1,17 @@
 //! [`ThreadPool`], the handle of a pool: what every front end runs on.
 //! The front ends add their own methods (`impl ThreadPool` blocks in
-//! `join/`, `scope/`, `task/`, `worklist/`).
+//! `join/`, `scope/`, `task/`, `worklist/`), and so does `handle.rs`
+//! (`ThreadPool::handle`).
 
 use std::fmt;
 use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::handle::Handle;
+use super::inject::in_worker_of;
 use super::registry::Registry;
 use super::stats::PoolStats;
-use super::worker::Yield;
+use super::worker::{WorkerThread, Yield};
 
 /// A pool of worker threads, each with a BWoS queue.
 ///
@@ -23,9 +24,9 @@ use super::worker::Yield;
 /// [`shutdown_timeout`](Self::shutdown_timeout) for what happens to each
 /// kind of work, and for a bounded wait.
 ///
-/// [`handle`](Self::handle) gives a [`Handle`]: a cheap, cloneable
-/// reference to the pool that libraries can keep and threads can
-/// [`enter`](Handle::enter).
+/// [`handle`](Self::handle) gives a [`Handle`](crate::Handle): a cheap,
+/// cloneable reference to the pool that libraries can keep and threads can
+/// [`enter`](crate::Handle::enter).
 ///
 /// A `ThreadPool` is `UnwindSafe` and `RefUnwindSafe`: a panic caught
 /// around one of its calls leaves the pool consistent (a panic in user
@@ -55,28 +56,25 @@ impl ThreadPool {
         OP: FnOnce() -> R + Send,
         R: Send,
     {
-        self.registry.in_worker(|_| op())
+        in_worker_of(&self.registry, |_| op())
     }
 
     /// [`yield_now`](crate::yield_now) if the calling thread is a worker of
     /// this pool, else `None`.
     pub fn yield_now(&self) -> Option<Yield> {
-        self.registry
-            .with_current_worker(|worker| Some(worker?.yield_now(false)))
+        WorkerThread::with_current_in(&self.registry, |worker| Some(worker?.yield_now(false)))
     }
 
     /// [`yield_local`](crate::yield_local) if the calling thread is a
     /// worker of this pool, else `None`.
     pub fn yield_local(&self) -> Option<Yield> {
-        self.registry
-            .with_current_worker(|worker| Some(worker?.yield_now(true)))
+        WorkerThread::with_current_in(&self.registry, |worker| Some(worker?.yield_now(true)))
     }
 
     /// Whether the calling worker of this pool has queued jobs; `None` if
     /// the calling thread is not one of its workers.
     pub fn current_thread_has_pending_tasks(&self) -> Option<bool> {
-        self.registry
-            .with_current_worker(|worker| Some(worker?.has_pending_jobs()))
+        WorkerThread::with_current_in(&self.registry, |worker| Some(worker?.has_pending_jobs()))
     }
 
     /// The number of worker threads.
@@ -110,24 +108,7 @@ impl ThreadPool {
     /// The index of the calling thread in this pool, or `None` if it is not
     /// one of this pool's workers.
     pub fn current_thread_index(&self) -> Option<usize> {
-        self.registry
-            .with_current_worker(|worker| Some(worker?.index()))
-    }
-
-    /// A [`Handle`] to this pool: cloneable, `Send + Sync`, and usable
-    /// after the pool is gone (see [`Handle`] for what it does then).
-    ///
-    /// ```
-    /// let pool = bwos::ThreadPoolBuilder::new().num_threads(2).build()?;
-    /// let handle = pool.handle();
-    /// let task = std::thread::spawn(move || handle.spawn(async { 6 * 7 }))
-    ///     .join()
-    ///     .unwrap();
-    /// assert_eq!(pool.block_on(task).unwrap(), 42);
-    /// # Ok::<(), bwos::ThreadPoolBuildError>(())
-    /// ```
-    pub fn handle(&self) -> Handle {
-        Handle::new(Arc::clone(&self.registry))
+        WorkerThread::with_current_in(&self.registry, |worker| Some(worker?.index()))
     }
 
     /// Shuts the pool down and waits at most `timeout` for its work to stop

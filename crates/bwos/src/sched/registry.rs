@@ -18,12 +18,10 @@ use crossbeam_deque::Injector;
 use crossbeam_utils::CachePadded;
 
 use super::blocking::BlockingPool;
-use super::context;
 use super::driver::DriverSlot;
-use super::global;
 use super::idle::balance::Balance;
 use super::idle::sleep::Sleep;
-use super::job::{HeapJob, JobRef, StackJob};
+use super::job::{HeapJob, JobRef};
 use super::latch::CoreLatch;
 use super::queues::take_oldest;
 use super::stats::{PoolStats, WorkerCounters, WorkerStats};
@@ -34,7 +32,6 @@ use super::task::raw::Notified;
 #[cfg(feature = "test-util")]
 use super::time::auto_advance::AutoAdvance;
 use super::time::{Timers, WakeFor, Watch};
-use super::wait::ThreadLatch;
 use super::worker::WorkerThread;
 
 /// The handler of panics in `spawn`ed jobs.
@@ -544,19 +541,10 @@ impl Registry {
     /// belongs to this pool, else in the task injector (waking a sleeper
     /// if nobody searches). After the pool closed, cancels it.
     pub(crate) fn schedule_task(&self, task: Notified) {
-        self.with_current_worker(|worker| match worker {
+        WorkerThread::with_current_in(self, |worker| match worker {
             Some(worker) => worker.push_task(task),
             None => self.inject_task(task),
         });
-    }
-
-    /// Calls `f` with the calling thread's worker if it is one of this
-    /// registry's, else with `None`.
-    #[inline(always)]
-    pub(crate) fn with_current_worker<R>(&self, f: impl FnOnce(Option<&WorkerThread>) -> R) -> R {
-        WorkerThread::with_current(|worker| {
-            f(worker.filter(|worker| ptr::eq(Arc::as_ptr(worker.registry()), self)))
-        })
     }
 
     /// A task of this pool completed on the calling thread after its
@@ -566,59 +554,18 @@ impl Registry {
     /// only.
     #[cold]
     pub(crate) fn long_poll(&self, ticks: u64) {
-        self.with_current_worker(|worker| {
+        WorkerThread::with_current_in(self, |worker| {
             if let Some(worker) = worker {
                 worker.poll_completed(ticks);
             }
         });
     }
 
-    /// Calls `f` with the current pool's registry: the calling worker's,
-    /// the one the calling thread entered last (in `block_on`, on a
-    /// blocking thread, with an `EnterGuard`: see `context.rs`; a worker
-    /// that entered another pool is hidden meanwhile), or the global
-    /// pool's.
-    #[inline]
-    pub(crate) fn with_current<R>(f: impl FnOnce(&Arc<Registry>) -> R) -> R {
-        WorkerThread::with_current(|worker| match worker {
-            Some(worker) => f(worker.registry()),
-            None => match context::current() {
-                Some(registry) => f(&registry),
-                None => f(global::registry()),
-            },
-        })
-    }
-
-    /// Calls `f` with the pool the calling thread works for: its worker's,
-    /// or the one it entered (`context.rs`); `None` elsewhere. Unlike
-    /// [`with_current`](Self::with_current) it never falls back to the
-    /// global pool (the paused clock's `pause`, `resume` and `advance`
-    /// need a pool of the caller's, as tokio's need a runtime).
-    #[cfg(feature = "test-util")]
-    pub(crate) fn with_entered<R>(f: impl FnOnce(Option<&Arc<Registry>>) -> R) -> R {
-        WorkerThread::with_current(|worker| match worker {
-            Some(worker) => f(Some(worker.registry())),
-            None => f(context::current().as_ref()),
-        })
-    }
-
-    /// Calls `f` with the timers (and so the clock) of the current pool as
-    /// [`with_current`](Self::with_current) finds it, except that the
-    /// global pool is not started for it: `None` if the calling thread
-    /// works for no pool and the global pool has not started.
-    #[cfg(feature = "test-util")]
-    pub(crate) fn with_clock_of_current<R>(f: impl FnOnce(Option<&Timers>) -> R) -> R {
-        Registry::with_entered(|registry| match registry {
-            Some(registry) => f(Some(&registry.timers)),
-            None => f(global::registry_if_started().map(|registry| &registry.timers)),
-        })
-    }
-
     /// Queues a task that yielded: as `schedule_task`, but a worker first
     /// moves a batch of injected tasks to its queue, so that they run
     /// before the yielder comes round again.
     pub(crate) fn yield_task(&self, task: Notified) {
-        self.with_current_worker(|worker| match worker {
+        WorkerThread::with_current_in(self, |worker| match worker {
             Some(worker) => {
                 if self.tasks.has_injected() {
                     worker.move_injected_tasks();
@@ -710,45 +657,10 @@ impl Registry {
         })
     }
 
-    /// Runs `op` on a worker of this pool and returns its result; panics
-    /// propagate to the caller.
-    pub(crate) fn in_worker<OP, R>(self: &Arc<Self>, op: OP) -> R
-    where
-        OP: FnOnce(&WorkerThread) -> R + Send,
-        R: Send,
-    {
-        WorkerThread::with_current(|worker| match worker {
-            Some(worker) if ptr::eq(Arc::as_ptr(worker.registry()), &**self) => op(worker),
-            _ => self.in_worker_injected(op),
-        })
-    }
-
-    /// Injects `op` and waits for it: a thread outside every pool blocks;
-    /// a worker of another pool keeps running its own pool's work
-    /// meanwhile.
-    #[cold]
-    fn in_worker_injected<OP, R>(&self, op: OP) -> R
-    where
-        OP: FnOnce(&WorkerThread) -> R + Send,
-        R: Send,
-    {
-        let job = StackJob::new(ThreadLatch::for_current_thread(), || {
-            // `with_own`: a worker whose thread entered another pool for
-            // good (a leaked `EnterGuard`, see `context.rs`) still runs
-            // its pool's jobs.
-            WorkerThread::with_own(|worker| {
-                op(worker.expect("injected jobs run on workers of their registry"))
-            })
-        });
-        self.inject(job.as_job_ref());
-        job.latch().core().wait();
-        job.into_result().into_value()
-    }
-
     /// Pushes `job` on the calling worker's queue if it belongs to this
     /// pool, else injects it.
     pub(crate) fn push_or_inject(&self, job: JobRef) {
-        self.with_current_worker(|worker| match worker {
+        WorkerThread::with_current_in(self, |worker| match worker {
             Some(worker) => worker.push_or_inject(job),
             None => self.inject(job),
         });
@@ -762,7 +674,7 @@ impl Registry {
     /// scope): FIFO order holds among all of them. Outside the pool the
     /// job is injected, and injected jobs start in order too.
     pub(crate) fn push_fifo_or_inject(self: &Arc<Self>, job: JobRef) {
-        self.with_current_worker(|worker| match worker {
+        WorkerThread::with_current_in(self, |worker| match worker {
             Some(worker) if !worker.is_building_thread() => {
                 let index = worker.index();
                 self.fifos[index].push(job);
@@ -895,39 +807,6 @@ impl Registry {
             // Workers abort rather than unwind, so join cannot fail.
             let _ = handle.join();
         }
-    }
-}
-
-/// Runs `op` on the calling worker, or, from a thread outside every pool,
-/// on a worker of the pool the thread entered, else of the global pool,
-/// while the caller blocks; `op` learns which (`true`: it was injected). The entry of the
-/// free functions (`join`, `scope`, ...) into the pools, as rayon-core's
-/// `registry::in_worker`.
-#[inline]
-pub(crate) fn in_worker<OP, R>(op: OP) -> R
-where
-    OP: FnOnce(&WorkerThread, bool) -> R + Send,
-    R: Send,
-{
-    WorkerThread::with_current(|worker| match worker {
-        Some(worker) => op(worker, false),
-        None => in_global_pool(op),
-    })
-}
-
-/// [`in_worker`] from a thread outside every pool: runs `op` on a worker of
-/// the pool the thread entered (see `context.rs`), else of the global
-/// pool (with `true`: injected), while the caller blocks.
-#[cold]
-#[inline(never)]
-pub(crate) fn in_global_pool<OP, R>(op: OP) -> R
-where
-    OP: FnOnce(&WorkerThread, bool) -> R + Send,
-    R: Send,
-{
-    match context::current() {
-        Some(registry) => registry.in_worker(|worker| op(worker, true)),
-        None => global::registry().in_worker(|worker| op(worker, true)),
     }
 }
 

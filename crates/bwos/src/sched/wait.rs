@@ -148,7 +148,7 @@ impl WaiterLatch {
     /// A latch the calling thread will wait on, set by workers of
     /// `registry`.
     pub(crate) fn for_current_thread(registry: &Registry) -> Self {
-        registry.with_current_worker(|worker| match worker {
+        WorkerThread::with_current_in(registry, |worker| match worker {
             Some(worker) => WaiterLatch::Worker(WorkerLatch::new(worker)),
             None => WaiterLatch::Thread(ThreadLatch::for_current_thread()),
         })

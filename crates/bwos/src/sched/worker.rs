@@ -205,7 +205,7 @@ pub(crate) struct WorkerThread {
     full_queue_skip: Cell<u32>,
     /// The lowest stack address `fork` lets a nested poll reach before it
     /// moves to a fresh stack segment (`fork/mod.rs`): one comparison per
-    /// fork instead of a thread-local lookup (see `stack::stack_limit_here`
+    /// fork instead of a thread-local lookup (see `stack_limit::stack_limit_here`
     /// for the values it takes where the stack bounds are unknown).
     #[cfg(feature = "fork")]
     stack_limit: Cell<usize>,
@@ -227,6 +227,18 @@ impl WorkerThread {
         // thread's worker is leaked. `f` cannot keep the borrow past this
         // call, which returns before either happens.
         f(unsafe { worker.as_ref() })
+    }
+
+    /// [`with_current`](Self::with_current), narrowed to the workers of
+    /// `registry`: `None` on a worker of another pool.
+    #[inline(always)]
+    pub(crate) fn with_current_in<R>(
+        registry: &Registry,
+        f: impl FnOnce(Option<&WorkerThread>) -> R,
+    ) -> R {
+        Self::with_current(|worker| {
+            f(worker.filter(|worker| ptr::eq(Arc::as_ptr(&worker.registry), registry)))
+        })
     }
 
     /// The worker running on the calling thread, or null: for `join`
@@ -997,7 +1009,9 @@ impl WorkerThread {
         let guard = AbortOnUnwind::new("a replacement worker's scheduler loop");
         CURRENT.with(|current| current.set(self));
         #[cfg(feature = "fork")]
-        let own_stack_limit = self.stack_limit.replace(super::stack::stack_limit_here());
+        let own_stack_limit = self
+            .stack_limit
+            .replace(super::stack_limit::stack_limit_here());
         self.registry.register_replacement(self.index);
         // Not `Idle::at_start`: the worker's own thread left it while
         // running (it did not count as searching), and so does this one.
@@ -1075,7 +1089,7 @@ impl WorkerThread {
             offer_backoff: Cell::new(0),
             full_queue_skip: Cell::new(0),
             #[cfg(feature = "fork")]
-            stack_limit: Cell::new(super::stack::stack_limit_here()),
+            stack_limit: Cell::new(super::stack_limit::stack_limit_here()),
             building_thread,
         }
     }

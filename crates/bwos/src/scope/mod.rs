@@ -19,10 +19,11 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 
 use counter::NowaCounter;
 
+use crate::sched::current::{in_worker, with_current_pool};
 use crate::sched::job::{AbortOnUnwind, HeapJob, JobRef};
 use crate::sched::latch::Latch;
 use crate::sched::pool::ThreadPool;
-use crate::sched::registry::{Registry, in_worker};
+use crate::sched::registry::Registry;
 use crate::sched::wait::WaiterLatch;
 use crate::sched::worker::WorkerThread;
 use broadcast::BroadcastContext;
@@ -106,7 +107,7 @@ pub fn in_place_scope<'scope, OP, R>(op: OP) -> R
 where
     OP: FnOnce(&Scope<'scope>) -> R,
 {
-    Registry::with_current(|registry| in_place_scope_in(registry, op))
+    with_current_pool(|registry| in_place_scope_in(registry, op))
 }
 
 /// [`in_place_scope`] in the pool of `registry`.
@@ -206,7 +207,9 @@ impl<'scope> Scope<'scope> {
     fn new(registry: &Arc<Registry>) -> Self {
         Scope {
             registry: Arc::clone(registry),
-            owner: registry.with_current_worker(|worker| worker.map_or(ptr::null(), ptr::from_ref)),
+            owner: WorkerThread::with_current_in(registry, |worker| {
+                worker.map_or(ptr::null(), ptr::from_ref)
+            }),
             counter: NowaCounter::new(),
             latch: WaiterLatch::for_current_thread(registry),
             panic: AtomicPtr::new(ptr::null_mut()),

@@ -6,9 +6,11 @@
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 
+use crate::sched::current::with_current_pool;
 use crate::sched::job::{HeapJob, JobRef};
 use crate::sched::pool::ThreadPool;
 use crate::sched::registry::Registry;
+use crate::sched::worker::WorkerThread;
 
 /// Runs `func` on the current pool (the calling worker's, else the entered
 /// pool, else the global pool),
@@ -30,7 +32,7 @@ pub fn spawn<F>(func: F)
 where
     F: FnOnce() + Send + 'static,
 {
-    Registry::with_current(|registry| spawn_in(registry, func));
+    with_current_pool(|registry| spawn_in(registry, func));
 }
 
 /// Like [`spawn`], but the jobs one worker spawns this way start in the
@@ -46,7 +48,7 @@ pub fn spawn_fifo<F>(func: F)
 where
     F: FnOnce() + Send + 'static,
 {
-    Registry::with_current(|registry| spawn_fifo_in(registry, func));
+    with_current_pool(|registry| spawn_fifo_in(registry, func));
 }
 
 impl ThreadPool {
@@ -114,7 +116,7 @@ where
 /// would keep it private while it does other things: it injects it
 /// instead.
 fn push_detached(registry: &Registry, job: JobRef) {
-    registry.with_current_worker(|worker| match worker {
+    WorkerThread::with_current_in(registry, |worker| match worker {
         Some(worker) if !worker.is_building_thread() => worker.push_or_inject(job),
         _ => registry.inject(job),
     });

@@ -7,6 +7,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use crate::sched::current::with_current_pool;
 use crate::sched::handle::Handle;
 use crate::sched::pool::ThreadPool;
 use crate::sched::registry::Registry;
@@ -45,7 +46,7 @@ where
     F: FnOnce() -> R + Send + 'static,
     R: Send + 'static,
 {
-    Registry::with_current(|registry| spawn_blocking_in(registry, f))
+    with_current_pool(|registry| spawn_blocking_in(registry, f))
 }
 
 impl ThreadPool {

@@ -70,9 +70,9 @@ pub use blocking::spawn_blocking;
 pub use coop::{Unconstrained, consume_budget, unconstrained};
 pub use join_set::JoinSet;
 
+use crate::sched::current::with_current_pool;
 use crate::sched::handle::Handle;
 use crate::sched::pool::ThreadPool;
-use crate::sched::registry::Registry;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -102,7 +102,7 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    Registry::with_current(|registry| executor::spawn_in(registry, future))
+    with_current_pool(|registry| executor::spawn_in(registry, future))
 }
 
 /// Yields to the other tasks of the worker: the calling task goes to the

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use super::Instant;
 use crate::sched::coop;
+use crate::sched::current::with_current_pool;
 use crate::sched::registry::Registry;
 use crate::sched::time::{Registered, TimerKey};
 
@@ -23,7 +24,7 @@ use crate::sched::time::{Registered, TimerKey};
 /// assert!(start.elapsed() >= Duration::from_millis(10));
 /// ```
 pub fn sleep(duration: Duration) -> Sleep {
-    let registry = Registry::with_current(Arc::clone);
+    let registry = with_current_pool(Arc::clone);
     let now = Instant::from_std(registry.timers.now());
     Sleep::new(registry, super::deadline_after(now, duration))
 }
@@ -31,7 +32,7 @@ pub fn sleep(duration: Duration) -> Sleep {
 /// Waits until `deadline` (at once if it has passed). It takes a
 /// [`bwos::time::Instant`](Instant) or a `std::time::Instant`.
 pub fn sleep_until(deadline: impl Into<Instant>) -> Sleep {
-    Sleep::new(Registry::with_current(Arc::clone), deadline.into())
+    Sleep::new(with_current_pool(Arc::clone), deadline.into())
 }
 
 /// The future of [`sleep`] and [`sleep_until`]. It holds a timer of the
