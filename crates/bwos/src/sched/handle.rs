@@ -17,6 +17,7 @@ use super::context;
 use super::current::with_current_pool;
 use super::pool::ThreadPool;
 use super::registry::Registry;
+use super::shutdown;
 use super::stats::PoolStats;
 
 /// A handle to a pool: cheap to clone, `Send + Sync`, usable from any
@@ -178,7 +179,7 @@ impl fmt::Debug for Handle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Handle")
             .field("num_threads", &self.registry.num_threads())
-            .field("shut_down", &self.registry.is_shut_down())
+            .field("shut_down", &shutdown::is_shut_down(&self.registry))
             .finish_non_exhaustive()
     }
 }

@@ -62,6 +62,7 @@ pub(crate) mod pool;
 pub(crate) mod queues;
 pub(crate) mod registry;
 pub(crate) mod replacement;
+pub(crate) mod shutdown;
 #[cfg(feature = "fork")]
 pub(crate) mod stack;
 #[cfg(feature = "fork")]

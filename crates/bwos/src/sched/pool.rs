@@ -6,10 +6,11 @@
 use std::fmt;
 use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::inject::in_worker_of;
 use super::registry::Registry;
+use super::shutdown::{self, Wait};
 use super::stats::PoolStats;
 use super::worker::{WorkerThread, Yield};
 
@@ -167,23 +168,7 @@ impl ThreadPool {
     /// # Ok::<(), bwos::ThreadPoolBuildError>(())
     /// ```
     pub fn shutdown_timeout(self, timeout: Duration) {
-        if !self.registry.begin_shutdown() {
-            return;
-        }
-        if self.registry.runs_on_own_worker() {
-            self.registry.detach_threads();
-            return;
-        }
-        // A timeout past the clock's range waits without a deadline.
-        let deadline = Instant::now().checked_add(timeout);
-        let stopped = self.registry.wait_for_workers(deadline);
-        if stopped {
-            // Every worker has left its loop: the joins are short.
-            self.registry.blocking.wait_for_threads(deadline);
-            self.registry.join_threads();
-        } else {
-            self.registry.detach_threads();
-        }
+        shutdown::shut_down(&self.registry, Wait::AtMost(timeout));
     }
 
     /// Shuts the pool down without waiting for its work to stop (tokio's
@@ -214,21 +199,7 @@ impl RefUnwindSafe for ThreadPool {}
 
 impl Drop for ThreadPool {
     fn drop(&mut self) {
-        if !self.registry.begin_shutdown() {
-            // `shutdown_timeout` did it.
-            return;
-        }
-        if self.registry.join_on_drop && !self.registry.runs_on_own_worker() {
-            self.registry.join_threads();
-        } else {
-            // Not joined here (a detaching pool, or dropped on one of its
-            // own workers): detach the threads now rather than when the
-            // registry goes. A pool built with `use_current_thread` never
-            // frees its registry (the adopted thread's worker state holds
-            // it for the rest of the process), and handles kept there
-            // would keep every exited worker's stack mapped for good.
-            self.registry.detach_threads();
-        }
+        shutdown::shut_down(&self.registry, Wait::AsBuilt);
     }
 }
 

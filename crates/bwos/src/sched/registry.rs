@@ -8,7 +8,6 @@
 
 use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
-use std::ptr;
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
@@ -81,26 +80,11 @@ pub(crate) struct Registry {
     /// Wake-up credits, heartbeats and the watchdog role (BWS).
     pub(crate) balance: Balance,
     counters: Box<[CachePadded<WorkerCounters>]>,
-    /// `ThreadPool` handles plus unfinished `spawn`ed jobs; the pool shuts
-    /// down when it reaches zero.
-    terminate_count: AtomicUsize,
-    terminate_latches: Box<[CoreLatch]>,
     options: RegistryOptions,
-    handles: Mutex<Vec<JoinHandle<()>>>,
-    /// Whether dropping the last `ThreadPool` handle waits for the threads
-    /// to exit.
-    pub(crate) join_on_drop: bool,
     /// The async side: task queues' stealers, task injector, live tasks.
     pub(crate) tasks: PoolTasks,
-    /// Workers that have not stopped yet; the last to stop closes `tasks`.
-    running_workers: AtomicUsize,
-    /// Whether every worker has stopped (`running_workers` reached zero),
-    /// for `ThreadPool::shutdown_timeout` to wait on with a timeout.
-    workers_gone: Mutex<bool>,
-    workers_gone_signal: Condvar,
-    /// The `ThreadPool` was dropped or shut down: see
-    /// [`Registry::begin_shutdown`].
-    shutdown_begun: AtomicBool,
+    /// What shutting the pool down counts and waits on (`shutdown.rs`).
+    pub(crate) shutdown: Shutdown,
     /// The driver the workers park in (the I/O driver, created by the
     /// pool's first socket; see `driver.rs`).
     pub(crate) driver: DriverSlot,
@@ -120,8 +104,8 @@ pub(crate) struct Registry {
 }
 
 impl Registry {
-    /// A registry for workers with these stealers; the count starts at one
-    /// for the `ThreadPool` being built.
+    /// A registry for workers with these stealers; the pool is held open
+    /// by the `ThreadPool` being built.
     pub(crate) fn new(
         stealers: Vec<lifo::Stealer<JobRef>>,
         task_stealers: Vec<fifo::Stealer<Notified>>,
@@ -150,16 +134,8 @@ impl Registry {
             sleep,
             balance: Balance::new(n),
             counters: (0..n).map(|_| CachePadded::default()).collect(),
-            terminate_count: AtomicUsize::new(1),
-            terminate_latches: (0..n).map(|_| CoreLatch::new()).collect(),
-            handles: Mutex::new(Vec::new()),
-            join_on_drop,
             tasks: PoolTasks::new(task_stealers),
-            // The building thread, if it is worker 0, never stops.
-            running_workers: AtomicUsize::new(n - usize::from(options.uses_building_thread)),
-            workers_gone: Mutex::new(n == usize::from(options.uses_building_thread)),
-            workers_gone_signal: Condvar::new(),
-            shutdown_begun: AtomicBool::new(false),
+            shutdown: Shutdown::new(n, options.uses_building_thread, join_on_drop),
             blocking: BlockingPool::new(options.max_blocking_threads, options.blocking_keep_alive),
             timers: Timers::new(),
             #[cfg(feature = "test-util")]
@@ -220,10 +196,6 @@ impl Registry {
         stats
     }
 
-    pub(crate) fn terminate_latch(&self, index: usize) -> &CoreLatch {
-        &self.terminate_latches[index]
-    }
-
     /// Records the calling thread as worker `index`, before it takes work.
     pub(crate) fn register_thread(&self, index: usize) {
         let _ = self.threads[index].set(std::thread::current());
@@ -249,15 +221,6 @@ impl Registry {
     /// The stack size the builder asked for the workers.
     pub(crate) fn worker_stack_size(&self) -> Option<usize> {
         self.options.worker_stack_size
-    }
-
-    pub(crate) fn add_handles(&self, handles: Vec<JoinHandle<()>>) {
-        self.lock_handles().extend(handles);
-    }
-
-    fn lock_handles(&self) -> std::sync::MutexGuard<'_, Vec<JoinHandle<()>>> {
-        // A poisoned lock only means a joiner panicked; the list is intact.
-        lock(&self.handles)
     }
 
     /// Wakes worker `index` if it is parked.
@@ -583,80 +546,6 @@ impl Registry {
         }
     }
 
-    /// Worker `index` has stopped and cancelled its queued tasks; the last
-    /// one closes the pool's task side, cancelling every task left.
-    pub(crate) fn worker_stopped(&self) {
-        // AcqRel: the last worker sees what the others did before they
-        // stopped (their queues are empty).
-        if self.running_workers.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.tasks.close();
-            self.blocking.shut_down();
-            if let Some(driver) = self.driver.get() {
-                driver.shut_down();
-            }
-            // Nobody fires them any more: a sleep polled from now on (by a
-            // thread outside the pool) panics instead of waiting forever.
-            self.timers.close();
-            *lock(&self.workers_gone) = true;
-            self.workers_gone_signal.notify_all();
-        }
-    }
-
-    /// The pool's `ThreadPool` is dropped or shut down: drops its count
-    /// (the workers stop once the detached jobs are done) and marks the
-    /// pool as shut down for its `Handle`s. `false` if that happened
-    /// before (nothing is done twice).
-    pub(crate) fn begin_shutdown(&self) -> bool {
-        // Relaxed: the flag only makes the second call a no-op and tells
-        // handles the pool is gone; the count's AcqRel decrement publishes
-        // what the owner did.
-        if self.shutdown_begun.swap(true, Ordering::Relaxed) {
-            return false;
-        }
-        self.decrement_terminate_count();
-        true
-    }
-
-    /// Whether the pool's `ThreadPool` was dropped or shut down.
-    pub(crate) fn is_shut_down(&self) -> bool {
-        // Relaxed: see `begin_shutdown`.
-        self.shutdown_begun.load(Ordering::Relaxed)
-    }
-
-    /// Waits until every worker has stopped (after the count reached zero)
-    /// or `deadline` passed (`None`: no deadline); whether they stopped.
-    pub(crate) fn wait_for_workers(&self, deadline: Option<Instant>) -> bool {
-        let mut gone = lock(&self.workers_gone);
-        while !*gone {
-            let Some(deadline) = deadline else {
-                gone = self
-                    .workers_gone_signal
-                    .wait(gone)
-                    .unwrap_or_else(|poison| poison.into_inner());
-                continue;
-            };
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            gone = self
-                .workers_gone_signal
-                .wait_timeout(gone, left)
-                .unwrap_or_else(|poison| poison.into_inner())
-                .0;
-        }
-        true
-    }
-
-    /// Whether the calling thread runs one of this pool's workers (also
-    /// while another pool it entered hides the worker, see `context.rs`):
-    /// such a thread cannot wait for the workers to stop.
-    pub(crate) fn runs_on_own_worker(&self) -> bool {
-        WorkerThread::with_own(|worker| {
-            worker.is_some_and(|worker| ptr::eq(Arc::as_ptr(worker.registry()), self))
-        })
-    }
-
     /// Pushes `job` on the calling worker's queue if it belongs to this
     /// pool, else injects it.
     pub(crate) fn push_or_inject(&self, job: JobRef) {
@@ -772,40 +661,48 @@ impl Registry {
         self.unhandled_panics.fetch_add(1, Ordering::Relaxed);
         eprintln!("bwos: a spawned job panicked and {reason}; the pool carries on");
     }
+}
 
-    pub(crate) fn increment_terminate_count(&self) {
-        // Relaxed: the caller holds a count already (a pool handle or a
-        // running spawned job), so the count cannot reach zero meanwhile.
-        self.terminate_count.fetch_add(1, Ordering::Relaxed);
-    }
+/// What shutting a pool down keeps; `shutdown.rs` has the steps, which
+/// these fields' documentation numbers.
+pub(crate) struct Shutdown {
+    /// The holds that keep the pool open: its `ThreadPool` and each
+    /// detached job not run yet (step 2).
+    pub(crate) holds: AtomicUsize,
+    /// Per worker: set when the worker is to shut down, which ends its
+    /// scheduler loop (steps 2 and 3).
+    pub(crate) latches: Box<[CoreLatch]>,
+    /// The `ThreadPool` was dropped or shut down (step 1).
+    pub(crate) begun: AtomicBool,
+    /// Workers that have not shut down yet; the last one shuts the pool's
+    /// services down (step 4).
+    pub(crate) running_workers: AtomicUsize,
+    /// Whether every worker has shut down (`running_workers` reached
+    /// zero), for `ThreadPool::shutdown_timeout` to wait on with a timeout
+    /// (step 5).
+    pub(crate) workers_gone: Mutex<bool>,
+    pub(crate) workers_gone_signal: Condvar,
+    /// The worker threads step 5 joins (those the pool started itself).
+    pub(crate) threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Whether dropping the `ThreadPool` joins the threads (step 5).
+    pub(crate) join_on_drop: bool,
+}
 
-    /// Drops one count; the last one tells every worker to stop once it
-    /// runs out of work.
-    pub(crate) fn decrement_terminate_count(&self) {
-        // AcqRel: the last decrement sees everything done under the other
-        // counts before it stops the workers.
-        if self.terminate_count.fetch_sub(1, Ordering::AcqRel) == 1 {
-            for (index, latch) in self.terminate_latches.iter().enumerate() {
-                if latch.set() {
-                    self.unpark(index);
-                }
-            }
-        }
-    }
-
-    /// Drops the worker threads' handles, so that each thread's resources
-    /// are freed when it exits: for a pool whose last handle is dropped
-    /// without joining them (nothing joins them later).
-    pub(crate) fn detach_threads(&self) {
-        drop(std::mem::take(&mut *self.lock_handles()));
-    }
-
-    /// Joins the worker threads (after the count reached zero).
-    pub(crate) fn join_threads(&self) {
-        let handles = std::mem::take(&mut *self.lock_handles());
-        for handle in handles {
-            // Workers abort rather than unwind, so join cannot fail.
-            let _ = handle.join();
+impl Shutdown {
+    /// The shutdown state of a pool of `workers` workers, held open by its
+    /// `ThreadPool`.
+    fn new(workers: usize, uses_building_thread: bool, join_on_drop: bool) -> Self {
+        // The building thread, if it is worker 0, never shuts down.
+        let loop_workers = workers - usize::from(uses_building_thread);
+        Shutdown {
+            holds: AtomicUsize::new(1),
+            latches: (0..workers).map(|_| CoreLatch::new()).collect(),
+            begun: AtomicBool::new(false),
+            running_workers: AtomicUsize::new(loop_workers),
+            workers_gone: Mutex::new(loop_workers == 0),
+            workers_gone_signal: Condvar::new(),
+            threads: Mutex::new(Vec::new()),
+            join_on_drop,
         }
     }
 }

@@ -13,9 +13,11 @@ use bwos_queue::{Config, fifo, lifo};
 use super::clock;
 use super::error::ThreadPoolBuildError;
 use super::idle::IdleConfig;
+use super::job::AbortOnUnwind;
 use super::pool::ThreadPool;
 use super::queues::task_queue_config;
 use super::registry::{Registry, RegistryOptions};
+use super::shutdown;
 use super::steal::topology::{Topology, pin_current_thread};
 use super::steal::{StealConfig, StealPolicy};
 use super::worker::{Started, WorkerSettings, WorkerThread};
@@ -82,7 +84,6 @@ pub(crate) fn start(
         registry_options,
         join_on_drop,
     ));
-    registry.blocking.set_registry(Arc::downgrade(&registry));
     let started = Arc::new(Started::default());
     let mut handles = Vec::with_capacity(num_threads);
     let mut spawned = 0;
@@ -101,13 +102,18 @@ pub(crate) fn start(
             stack_size,
             body: Box::new(move || {
                 WorkerThread::main(
-                    worker_registry,
+                    Arc::clone(&worker_registry),
                     index,
                     queue,
                     tasks,
                     worker_settings,
                     worker_started,
-                )
+                );
+                // The thread is no worker any more: it reports to the
+                // pool's shutdown (step 3 in `shutdown.rs`).
+                let guard = AbortOnUnwind::new("a worker thread's shutdown");
+                shutdown::worker_shut_down(&worker_registry);
+                guard.disarm();
             }),
         };
         match spawn(thread) {
@@ -118,14 +124,14 @@ pub(crate) fn start(
             Err(error) => {
                 // Stop and join the workers started so far.
                 started.wait_for(spawned);
-                registry.add_handles(handles);
+                shutdown::keep_threads(&registry, handles);
                 drop(ThreadPool { registry });
                 return Err(ThreadPoolBuildError::Spawn(error));
             }
         }
     }
     started.wait_for(spawned);
-    registry.add_handles(handles);
+    shutdown::keep_threads(&registry, handles);
     if let Some((queue, tasks)) = building_worker {
         if settings.pin_threads
             && let Err(error) = pin_current_thread(0)

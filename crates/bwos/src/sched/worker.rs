@@ -926,7 +926,9 @@ impl WorkerThread {
         idle.work_found(self.idle_worker());
     }
 
-    /// The body of worker thread `index`.
+    /// The body of worker thread `index`: it works until the pool shuts
+    /// down (step 3 in `shutdown.rs`; the thread then reports with
+    /// `shutdown::worker_shut_down`, see `start.rs`).
     pub(crate) fn main(
         registry: Arc<Registry>,
         index: usize,
@@ -952,12 +954,12 @@ impl WorkerThread {
         drop(started);
         worker.registry.thread_started(index);
         worker.run_until(
-            worker.registry.terminate_latch(index),
+            &worker.registry.shutdown.latches[index],
             Idle::at_start(worker.idle_worker()),
         );
         debug_assert!(
             worker.queue.is_empty(),
-            "a terminated worker left jobs behind"
+            "a worker that shut down left jobs behind"
         );
         // This worker may have been the timers' watcher (`time/mod.rs`),
         // and a worker that fell asleep while it watched sleeps without a
@@ -978,7 +980,6 @@ impl WorkerThread {
         worker.counters().stop_busy(worker.registry.epoch());
         CURRENT.with(|current| current.set(ptr::null()));
         Self::forget_hidden();
-        worker.registry.worker_stopped();
         guard.disarm();
     }
 

@@ -10,6 +10,7 @@ use crate::sched::current::with_current_pool;
 use crate::sched::job::{HeapJob, JobRef};
 use crate::sched::pool::ThreadPool;
 use crate::sched::registry::Registry;
+use crate::sched::shutdown;
 use crate::sched::worker::WorkerThread;
 
 /// Runs `func` on the current pool (the calling worker's, else the entered
@@ -101,13 +102,13 @@ pub(crate) fn detached_job<F>(registry: &Arc<Registry>, func: F) -> JobRef
 where
     F: FnOnce() + Send + 'static,
 {
-    registry.increment_terminate_count();
+    shutdown::hold(registry);
     let registry = Arc::clone(registry);
     HeapJob::into_job_ref(move || {
         if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(func)) {
             registry.handle_panic(payload);
         }
-        registry.decrement_terminate_count();
+        shutdown::release(&registry);
     })
 }
 

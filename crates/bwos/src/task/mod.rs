@@ -73,6 +73,7 @@ pub use join_set::JoinSet;
 use crate::sched::current::with_current_pool;
 use crate::sched::handle::Handle;
 use crate::sched::pool::ThreadPool;
+use crate::sched::shutdown;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -233,7 +234,7 @@ impl Handle {
     /// panics.
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
         assert!(
-            !self.registry.is_shut_down(),
+            !shutdown::is_shut_down(&self.registry),
             "bwos: Handle::block_on on a pool that has shut down (its ThreadPool was dropped \
              or shut down): nothing would run its tasks or fire its timers"
         );

@@ -110,7 +110,7 @@ impl Sleep {
     /// If the pool shut down before the deadline: nobody would ever end
     /// the sleep (tokio panics there too).
     fn fired(&mut self) -> Poll<()> {
-        if self.now() < self.deadline && self.registry.timers.is_closed() {
+        if self.now() < self.deadline && self.registry.timers.is_shut_down() {
             panic!(
                 "bwos: a timer (time::sleep, timeout, interval) of a pool that has shut down \
                  was polled before its deadline: nothing would ever end it. Its pool's \

@@ -415,8 +415,8 @@ impl Timers {
     /// pending timer fires now (its task is woken) and every timer added
     /// later has fired at once, so that nothing waits for a deadline
     /// forever. A `Sleep` told "fired" before its deadline looks at
-    /// [`is_closed`](Self::is_closed) and says why.
-    pub(crate) fn close(&self) {
+    /// [`is_shut_down`](Self::is_shut_down) and says why.
+    pub(crate) fn shut_down(&self) {
         let mut wakers = Vec::new();
         {
             let mut inner = self.lock();
@@ -427,8 +427,8 @@ impl Timers {
         wakers.into_iter().for_each(Waker::wake);
     }
 
-    /// Whether [`close`](Self::close) was called.
-    pub(crate) fn is_closed(&self) -> bool {
+    /// Whether [`shut_down`](Self::shut_down) was called.
+    pub(crate) fn is_shut_down(&self) -> bool {
         self.lock().wheel.is_closed()
     }
 }
