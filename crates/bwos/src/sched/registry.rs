@@ -28,9 +28,9 @@ use super::steal::WhereWorkersRun;
 use super::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use super::task::pool_tasks::PoolTasks;
 use super::task::raw::Notified;
+use super::time::Timers;
 #[cfg(feature = "test-util")]
 use super::time::auto_advance::AutoAdvance;
-use super::time::{Timers, WakeFor, Watch};
 use super::worker::WorkerThread;
 
 /// The handler of panics in `spawn`ed jobs.
@@ -94,7 +94,7 @@ pub(crate) struct Registry {
     pub(crate) timers: Timers,
     /// When the paused clock may jump (`time/auto_advance.rs`).
     #[cfg(feature = "test-util")]
-    auto_advance: AutoAdvance,
+    pub(crate) auto_advance: AutoAdvance,
     /// Panics of detached jobs that no handler took
     /// ([`PoolStats::unhandled_panics`]).
     unhandled_panics: AtomicU64,
@@ -245,108 +245,6 @@ impl Registry {
         }
     }
 
-    /// Parks sleeping worker `index`: in the pool's driver if it has one
-    /// and nobody else blocks in it, else on the thread's park token; for
-    /// at most the time to the next timer if it watches the timers (see
-    /// `time/mod.rs`). Returns whether it made work for this worker (the
-    /// driver or a timer woke tasks into its queue; see
-    /// `Sleep::sleep_parking_with`); if the driver woke several, a
-    /// sleeping worker is woken to share them.
-    pub(crate) fn park_worker(
-        &self,
-        index: usize,
-        still_asleep: &dyn Fn() -> bool,
-        wake_early: &dyn Fn(),
-    ) -> bool {
-        // A worker that makes work as it sleeps (timers, sockets) stops
-        // counting as idle for the paused clock before it does.
-        #[cfg(feature = "test-util")]
-        let (searching_again, wake_early) = (wake_early, &|| {
-            self.auto_advance.worker_busy(index);
-            wake_early();
-        });
-        if self.fire_due_timers(wake_early) {
-            return true;
-        }
-        let timeout = match self.timers.watch(index) {
-            Watch::Elsewhere => None,
-            Watch::Until(timeout) => timeout,
-        };
-        #[cfg(feature = "test-util")]
-        let timeout = {
-            self.auto_advance.worker_idle(index);
-            // After the mark: a wake-up that came before it did not unmark
-            // this worker, but it ended the sleep.
-            if !still_asleep() {
-                self.auto_advance.worker_busy(index);
-                return false;
-            }
-            if self.timers.clock().is_paused() {
-                if self.try_auto_advance(index, still_asleep, wake_early, searching_again) {
-                    return true;
-                }
-                // Paused time does not pass by itself: sleep until woken
-                // (a new timer, work, an advance, the pool falling idle).
-                None
-            } else {
-                timeout
-            }
-        };
-        // A timer's interrupt writes the driver's eventfd only if the
-        // sleeper already sits in the seat: one that came since `watch` (an
-        // earlier deadline, or the watch assigned to this worker) raised
-        // the interrupt flag, seen here after the seat is taken (the
-        // driver calls this after its SeqCst store and fence), so the
-        // worker does not block in the poll with a stale timeout; the
-        // sleep loop parks it again, and `watch` gives the new deadline.
-        // The watch is left when the sleep ends (`leave_timer_watch`), not
-        // here: across the sleep loop's turns it stays this worker's.
-        // With `test-util`, an unpark that came before the seat was taken
-        // unmarked the worker (`unpark`, under the idleness lock, which the
-        // look here takes after the seat's fence): it looks again too.
-        let undisturbed = || {
-            let undisturbed = still_asleep() && !self.timers.is_interrupted(index);
-            #[cfg(feature = "test-util")]
-            let undisturbed = undisturbed && self.auto_advance.is_idle(index);
-            undisturbed
-        };
-        let parked = self.park_for(index, &undisturbed, wake_early, timeout);
-        #[cfg(feature = "test-util")]
-        self.auto_advance.worker_busy(index);
-        parked || self.fire_due_timers(wake_early)
-    }
-
-    /// Idle worker `index`, about to sleep with the clock paused: if the
-    /// pool has nothing to do, moves the clock to the next deadline and
-    /// fires it (`time/auto_advance.rs`). Returns whether it made work
-    /// for this worker (then it counts as searching again): tasks a ready
-    /// socket woke (a socket ready now holds the clock, as in tokio), or
-    /// the jump's. `wake_early` also unmarks the worker;
-    /// `searching_again` only makes it count as searching (the jump
-    /// unmarks it under the idleness lock).
-    #[cfg(feature = "test-util")]
-    fn try_auto_advance(
-        &self,
-        index: usize,
-        still_asleep: &dyn Fn() -> bool,
-        wake_early: &dyn Fn(),
-        searching_again: &dyn Fn(),
-    ) -> bool {
-        if let Some(driver) = self.driver.get()
-            && let Some(woken) = driver.park(index, still_asleep, wake_early, Some(Duration::ZERO))
-            && woken > 0
-        {
-            return true;
-        }
-        let loop_workers = self.num_threads() - usize::from(self.options.uses_building_thread);
-        let quiet = || {
-            self.sleep.all_asleep(loop_workers)
-                && (0..self.num_threads()).all(|index| !self.has_visible_work(index))
-        };
-        self.auto_advance
-            .try_advance(index, &self.timers, quiet, searching_again)
-    }
-
     /// Work of this pool starts on a thread that is not one of its workers
     /// (a blocking closure queued, a `block_on` poll, a `block_in_place`
     /// closure): the paused clock does not jump until it finishes.
@@ -365,103 +263,10 @@ impl Registry {
         }
     }
 
-    /// The paused clock was resumed: the watcher sleeps without a deadline
-    /// and must take up the next one in real time.
-    #[cfg(feature = "test-util")]
-    pub(crate) fn clock_resumed(&self) {
-        self.wake_for_timer(self.timers.clock_resumed());
-    }
-
-    /// Worker `index`'s sleep ended, for whatever reason: before it runs
-    /// anything, it hands the timers' watch to another sleeping worker if
-    /// it watched and a deadline is pending (see "The watch is handed
-    /// over" in `time/mod.rs`).
-    pub(crate) fn leave_timer_watch(&self, index: usize) {
-        if self.timers.unwatch(index) {
-            self.hand_over_timer_watch(Some(index));
-        }
-    }
-
-    /// Assigns the vacant timers' watch to a sleeping worker other than
-    /// `leaving`, if one sleeps and a deadline is pending, and interrupts
-    /// it so that it sleeps until the deadline.
-    fn hand_over_timer_watch(&self, leaving: Option<usize>) {
-        let n = self.threads.len();
-        let start = leaving.map_or(0, |index| index + 1);
-        let candidates = (0..n)
-            .map(|offset| (start + offset) % n)
-            .filter(|&index| Some(index) != leaving);
-        if let Some(chosen) = self
-            .timers
-            .assign_watch(candidates, |index| self.sleep.is_asleep(index))
-        {
-            self.unpark(chosen);
-        }
-    }
-
-    /// Wakes whom a new or earlier deadline needs woken
-    /// ([`Timers::insert`], [`Timers::reset`]).
-    pub(crate) fn wake_for_timer(&self, wake: WakeFor) {
-        match wake {
-            WakeFor::Nobody => {}
-            WakeFor::Watcher(index) => self.unpark(index),
-            // Nobody sleeps: every worker that falls asleep from now on
-            // looks at the wheel under its lock and sees the deadline; one
-            // that fell asleep before shows in the count (its announcement
-            // came before its `watch`, which the timer's insertion, under
-            // the same lock, followed).
-            WakeFor::VacantWatch if self.sleep.anyone_sleeping() => {
-                self.hand_over_timer_watch(None);
-            }
-            WakeFor::VacantWatch => {}
-        }
-    }
-
-    /// Fires the timers that are due, as a worker about to sleep or just
-    /// woken: it counts as searching first (its wake-ups then go to other
-    /// sleepers), and the tasks the timers wake land in its queue.
-    fn fire_due_timers(&self, wake_early: &dyn Fn()) -> bool {
-        if !self.timers.maybe_due() {
-            return false;
-        }
-        wake_early();
-        self.timers.fire_due();
-        true
-    }
-
-    /// Blocks worker `index` in the driver or on its park token, for at
-    /// most `timeout`; whether the driver woke tasks into its queue.
-    fn park_for(
-        &self,
-        index: usize,
-        still_asleep: &dyn Fn() -> bool,
-        wake_early: &dyn Fn(),
-        timeout: Option<Duration>,
-    ) -> bool {
-        if let Some(driver) = self.driver.get()
-            && let Some(woken) = driver.park(index, still_asleep, wake_early, timeout)
-        {
-            if woken > 1 {
-                // More than this worker's next task: share with a sleeper
-                // (this worker searches again, so producers would not).
-                self.sleep.wake_one(|other| self.unpark(other));
-            }
-            return woken > 0;
-        }
-        match timeout {
-            Some(timeout) => super::sync::park_timeout(timeout),
-            None => super::sync::park(),
-        }
-        false
-    }
-
-    /// Polls the pool's driver without blocking, if it has one and nobody
-    /// else polls it; the tasks it wakes join this worker's queue.
-    pub(crate) fn poll_driver_now(&self) {
-        if let Some(driver) = self.driver.get() {
-            driver.poll_now();
-        }
-        self.timers.fire_if_due();
+    /// Whether worker 0 is the thread that built the pool, which does not
+    /// run the scheduler loop (`ThreadPoolBuilder::use_current_thread`).
+    pub(crate) fn uses_building_thread(&self) -> bool {
+        self.options.uses_building_thread
     }
 
     /// Whether every worker that runs the scheduler loop searches or
@@ -471,7 +276,7 @@ impl Registry {
     /// sleeper when it makes work.
     pub(crate) fn all_idle(&self) -> bool {
         self.sleep
-            .all_idle(self.num_threads() - usize::from(self.options.uses_building_thread))
+            .all_idle(self.num_threads() - usize::from(self.uses_building_thread()))
     }
 
     /// Wakes a sleeping worker if nobody searches: called after work

@@ -87,6 +87,7 @@ use std::time::Instant;
 
 use bwos_queue::{fifo, lifo};
 
+use super::idle::park;
 use super::idle::sleep::IdleHint;
 use super::idle::{Idle, IdleConfig, IdlePolicy, IdleWorker};
 use super::job::{AbortOnUnwind, JobRef};
@@ -590,7 +591,7 @@ impl WorkerThread {
     /// then injected) until none is left or `until` has passed.
     fn serve_tasks_between_jobs(&self, until: Instant) {
         self.serving_depth.set(self.serving_depth.get() + 1);
-        self.registry.poll_driver_now();
+        park::poll_driver_now(&self.registry);
         while let Some(task) = self
             .take_local_task()
             .or_else(|| self.take_injected_tasks())
@@ -750,7 +751,7 @@ impl WorkerThread {
     #[cold]
     #[inline(never)]
     fn look_outside(&self) -> Option<Notified> {
-        self.registry.poll_driver_now();
+        park::poll_driver_now(&self.registry);
         if self.registry.tasks.has_injected() {
             return self.take_injected_tasks();
         }

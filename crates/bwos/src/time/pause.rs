@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::sched::current::with_current_pool_if_any;
+use crate::sched::idle::park;
 use crate::sched::registry::Registry;
 
 /// Calls `f` with the pool the calling thread works for, or panics with a
@@ -93,7 +94,7 @@ pub fn resume() {
         if let Err(error) = registry.timers.clock().resume() {
             panic!("bwos::time::resume(): {error}");
         }
-        registry.clock_resumed();
+        park::clock_resumed(registry);
     });
 }
 

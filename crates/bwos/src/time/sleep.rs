@@ -10,6 +10,7 @@ use std::time::Duration;
 use super::Instant;
 use crate::sched::coop;
 use crate::sched::current::with_current_pool;
+use crate::sched::idle::park;
 use crate::sched::registry::Registry;
 use crate::sched::time::{Registered, TimerKey};
 
@@ -79,7 +80,7 @@ impl Sleep {
         this.elapsed = false;
         if let Some(timer) = this.timer {
             let wake = this.registry.timers.reset(timer, deadline.into_std());
-            this.registry.wake_for_timer(wake);
+            park::wake_for_timer(&this.registry, wake);
         }
     }
 
@@ -136,7 +137,7 @@ impl Sleep {
             None => {
                 let inserted = timers.insert(self.deadline.into_std(), cx.waker());
                 self.timer = Some(inserted.key);
-                self.registry.wake_for_timer(inserted.wake);
+                park::wake_for_timer(&self.registry, inserted.wake);
                 match inserted.registered {
                     Registered::Pending => Poll::Pending,
                     // A worker processed past the deadline since the

@@ -48,6 +48,7 @@
 
 pub(crate) mod balance;
 pub(crate) mod driver_seat;
+pub(crate) mod park;
 pub(crate) mod sleep;
 
 use crate::sched::latch::CoreLatch;
@@ -372,14 +373,16 @@ impl Idle {
             latch,
             || registry.has_visible_work(worker.index),
             || worker.counters().fell_asleep(registry.epoch()),
-            |still_asleep, wake_early| registry.park_worker(worker.index, still_asleep, wake_early),
+            |still_asleep, wake_early| {
+                park::park_worker(registry, worker.index, still_asleep, wake_early)
+            },
         );
         if outcome != SleepOutcome::DidNotPark {
             worker.counters().awake(registry.epoch());
         }
         // Before the worker runs anything: if it watched the timers (or
         // was just handed the watch), another sleeper takes the watch.
-        registry.leave_timer_watch(worker.index);
+        park::leave_timer_watch(registry, worker.index);
         if outcome == SleepOutcome::Woken {
             worker.counters().wakeup();
         }
