@@ -8,7 +8,7 @@
 
 use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Condvar, Mutex, OnceLock};
 use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
@@ -20,7 +20,7 @@ use super::blocking::BlockingPool;
 use super::driver::DriverSlot;
 use super::idle::balance::Balance;
 use super::idle::sleep::Sleep;
-use super::job::{HeapJob, JobRef};
+use super::job::JobRef;
 use super::latch::CoreLatch;
 use super::queues::take_oldest;
 use super::stats::{PoolStats, WorkerCounters, WorkerStats};
@@ -31,7 +31,6 @@ use super::task::raw::Notified;
 use super::time::Timers;
 #[cfg(feature = "test-util")]
 use super::time::auto_advance::AutoAdvance;
-use super::worker::WorkerThread;
 
 /// The handler of panics in `spawn`ed jobs.
 pub(crate) type PanicHandler = dyn Fn(Box<dyn Any + Send>) + Send + Sync;
@@ -70,10 +69,11 @@ pub(crate) struct Registry {
     /// path's one extra load).
     replaced: Box<[AtomicBool]>,
     injector: Injector<JobRef>,
-    /// Per worker: jobs spawned FIFO on it (`spawn_fifo`, `ScopeFifo`),
-    /// oldest first. Each has a trampoline job on the worker's LIFO queue
-    /// that runs the oldest one here, wherever the trampoline is stolen to.
-    fifos: Box<[Injector<JobRef>]>,
+    /// Per worker: its spawn-FIFO queue, the jobs spawned FIFO on it
+    /// (`spawn_fifo`, `ScopeFifo`), oldest first. Each has a trampoline
+    /// job on the worker's job queue that runs the oldest one here,
+    /// wherever the trampoline is stolen to (`inject::push_spawn_fifo`).
+    pub(crate) spawn_fifos: Box<[Injector<JobRef>]>,
     /// Per worker: broadcast jobs only that worker may run.
     broadcasts: Box<[Injector<JobRef>]>,
     pub(crate) sleep: Sleep,
@@ -129,7 +129,7 @@ impl Registry {
             replacements: (0..n).map(|_| Mutex::new(None)).collect(),
             replaced: (0..n).map(|_| AtomicBool::new(false)).collect(),
             injector: Injector::new(),
-            fifos: (0..n).map(|_| Injector::new()).collect(),
+            spawn_fifos: (0..n).map(|_| Injector::new()).collect(),
             broadcasts: (0..n).map(|_| Injector::new()).collect(),
             sleep,
             balance: Balance::new(n),
@@ -305,45 +305,6 @@ impl Registry {
             || self.tasks.has_visible_work()
     }
 
-    /// Queues a woken task: on the calling worker's task queue if it
-    /// belongs to this pool, else in the task injector (waking a sleeper
-    /// if nobody searches). After the pool closed, cancels it.
-    pub(crate) fn schedule_task(&self, task: Notified) {
-        WorkerThread::with_current_in(self, |worker| match worker {
-            Some(worker) => worker.push_task(task),
-            None => self.inject_task(task),
-        });
-    }
-
-    /// A task of this pool completed on the calling thread after its
-    /// group of polls took `ticks` (see `Schedule::long_poll`): the
-    /// worker counts a long poll if that was longer than the threshold.
-    /// Tasks of a pool are polled by its workers (and their replacements)
-    /// only.
-    #[cold]
-    pub(crate) fn long_poll(&self, ticks: u64) {
-        WorkerThread::with_current_in(self, |worker| {
-            if let Some(worker) = worker {
-                worker.poll_completed(ticks);
-            }
-        });
-    }
-
-    /// Queues a task that yielded: as `schedule_task`, but a worker first
-    /// moves a batch of injected tasks to its queue, so that they run
-    /// before the yielder comes round again.
-    pub(crate) fn yield_task(&self, task: Notified) {
-        WorkerThread::with_current_in(self, |worker| match worker {
-            Some(worker) => {
-                if self.tasks.has_injected() {
-                    worker.move_injected_tasks();
-                }
-                worker.push_task(task);
-            }
-            None => self.inject_task(task),
-        });
-    }
-
     /// Queues a task from outside the pool (or from a full task queue).
     pub(crate) fn inject_task(&self, task: Notified) {
         if self.tasks.inject(task) {
@@ -351,46 +312,10 @@ impl Registry {
         }
     }
 
-    /// Pushes `job` on the calling worker's queue if it belongs to this
-    /// pool, else injects it.
-    pub(crate) fn push_or_inject(&self, job: JobRef) {
-        WorkerThread::with_current_in(self, |worker| match worker {
-            Some(worker) => worker.push_or_inject(job),
-            None => self.inject(job),
-        });
-    }
-
-    /// Queues `job` so that the jobs queued this way by one worker start
-    /// oldest first: the job goes to the worker's FIFO and a trampoline to
-    /// its LIFO queue; whoever runs a trampoline (the worker or a thief)
-    /// runs the oldest job of that FIFO. There is one FIFO per worker,
-    /// shared by `spawn_fifo` and every `ScopeFifo` (rayon keeps one per
-    /// scope): FIFO order holds among all of them. Outside the pool the
-    /// job is injected, and injected jobs start in order too.
-    pub(crate) fn push_fifo_or_inject(self: &Arc<Self>, job: JobRef) {
-        WorkerThread::with_current_in(self, |worker| match worker {
-            Some(worker) if !worker.is_building_thread() => {
-                let index = worker.index();
-                self.fifos[index].push(job);
-                let registry = Arc::clone(self);
-                let trampoline = HeapJob::into_job_ref(move || {
-                    // One trampoline per FIFO job: the FIFO holds at least
-                    // the job this trampoline was queued for.
-                    if let Some(job) = registry.take_fifo(index) {
-                        // SAFETY: every job in a FIFO is executed exactly
-                        // once, by whoever takes it out; the job (a heap
-                        // job) owns itself until then.
-                        unsafe { job.execute() };
-                    }
-                });
-                worker.push_or_inject(trampoline);
-            }
-            _ => self.inject(job),
-        });
-    }
-
-    fn take_fifo(&self, index: usize) -> Option<JobRef> {
-        take_oldest(&self.fifos[index])
+    /// The oldest job of worker `index`'s spawn-FIFO queue (see
+    /// `inject::push_spawn_fifo`).
+    pub(crate) fn take_spawn_fifo(&self, index: usize) -> Option<JobRef> {
+        take_oldest(&self.spawn_fifos[index])
     }
 
     /// Queues `jobs[i]` for worker `i` alone and wakes the workers that

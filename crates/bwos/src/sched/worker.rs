@@ -154,9 +154,9 @@ pub(crate) struct WorkerSettings {
 
 /// The state of one worker thread; lives on that thread's stack.
 pub(crate) struct WorkerThread {
-    pub(super) queue: lifo::Worker<JobRef>,
+    queue: lifo::Worker<JobRef>,
     /// Runnable async tasks, oldest first (`task/pool_tasks.rs`).
-    pub(super) tasks: fifo::Worker<Notified>,
+    tasks: fifo::Worker<Notified>,
     /// Tasks taken so far, for the injector interval.
     task_ticks: Cell<u32>,
     /// Jobs left to run before the next look at the clock (see "Ready
@@ -178,7 +178,7 @@ pub(crate) struct WorkerThread {
     /// How this worker times its task polls (`long_polls.rs`).
     poll_timing: PollTiming,
     index: usize,
-    pub(super) registry: Arc<Registry>,
+    registry: Arc<Registry>,
     /// This worker's counters in `registry` (which this worker keeps
     /// alive), reached without a lookup: a task poll and a job each count
     /// through it.
@@ -427,6 +427,16 @@ impl WorkerThread {
         }
     }
 
+    /// The other workers' queues as this worker's steal round sees them.
+    #[inline(always)]
+    fn steal_view(&self) -> StealView<'_> {
+        StealView {
+            registry: &self.registry,
+            jobs: &self.queue,
+            tasks: &self.tasks,
+        }
+    }
+
     /// One steal round over `queues` with this worker's victim selection
     /// (the pool's stealing policy): what a work-list participant runs
     /// when its own queue is empty.
@@ -612,6 +622,20 @@ impl WorkerThread {
             }
         }
         self.serving_depth.set(self.serving_depth.get() - 1);
+    }
+
+    /// A task of `registry`'s pool completed on the calling thread after
+    /// its group of polls took `ticks` (see `Schedule::long_poll`): the
+    /// calling worker counts a long poll if that was longer than the
+    /// threshold. Tasks of a pool are polled by its workers (and their
+    /// replacements) only.
+    #[cold]
+    pub(crate) fn count_long_poll(registry: &Registry, ticks: u64) {
+        Self::with_current_in(registry, |worker| {
+            if let Some(worker) = worker {
+                worker.poll_completed(ticks);
+            }
+        });
     }
 
     /// A task's poll completed it after its group of polls took `ticks`
@@ -816,13 +840,13 @@ impl WorkerThread {
         if let Some(idle) = idle.as_deref_mut() {
             idle.start_round(self.idle_worker());
         }
-        let stolen = self
-            .victims
-            .steal(self.index, &StealView(self), &*self.registry, |victim| {
-                if let Some(idle) = idle.as_deref_mut() {
-                    idle.failed_attempt(self.idle_worker(), victim);
-                }
-            });
+        let stolen =
+            self.victims
+                .steal(self.index, &self.steal_view(), &*self.registry, |victim| {
+                    if let Some(idle) = idle.as_deref_mut() {
+                        idle.failed_attempt(self.idle_worker(), victim);
+                    }
+                });
         if let Some(job) = stolen {
             if let Some(idle) = idle {
                 idle.stole(self.idle_worker());

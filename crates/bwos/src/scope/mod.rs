@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 use counter::NowaCounter;
 
 use crate::sched::current::{in_worker, with_current_pool};
+use crate::sched::inject;
 use crate::sched::job::{AbortOnUnwind, HeapJob, JobRef};
 use crate::sched::latch::Latch;
 use crate::sched::pool::ThreadPool;
@@ -316,7 +317,7 @@ impl<'scope> Scope<'scope> {
     }
 
     /// Counts `job` in the scope and queues it: LIFO on the owner's queue
-    /// or FIFO (see `Registry::push_fifo_or_inject`).
+    /// or FIFO (see `inject::push_spawn_fifo`).
     fn queue(&self, job: JobRef, fifo: bool) {
         WorkerThread::with_current(|current| {
             let owner = current.filter(|current| ptr::eq(*current, self.owner));
@@ -325,9 +326,9 @@ impl<'scope> Scope<'scope> {
                 None => self.counter.spawn_elsewhere(),
             }
             match owner {
-                _ if fifo => self.registry.push_fifo_or_inject(job),
+                _ if fifo => inject::push_spawn_fifo(&self.registry, job),
                 Some(owner) => owner.push_or_inject(job),
-                None => self.registry.push_or_inject(job),
+                None => inject::push_or_inject(&self.registry, job),
             }
         });
     }

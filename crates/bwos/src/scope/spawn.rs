@@ -7,6 +7,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 
 use crate::sched::current::with_current_pool;
+use crate::sched::inject;
 use crate::sched::job::{HeapJob, JobRef};
 use crate::sched::pool::ThreadPool;
 use crate::sched::registry::Registry;
@@ -79,7 +80,7 @@ where
 {
     let job = detached_job(registry, func);
     if registry.breadth_first() {
-        registry.push_fifo_or_inject(job);
+        inject::push_spawn_fifo(registry, job);
     } else {
         push_detached(registry, job);
     }
@@ -87,13 +88,13 @@ where
 
 /// [`spawn_fifo`] on `registry`'s pool: jobs spawned FIFO by the same
 /// worker start in the order they were spawned (see
-/// `Registry::push_fifo_or_inject`).
+/// `inject::push_spawn_fifo`).
 fn spawn_fifo_in<F>(registry: &Arc<Registry>, func: F)
 where
     F: FnOnce() + Send + 'static,
 {
     let job = detached_job(registry, func);
-    registry.push_fifo_or_inject(job);
+    inject::push_spawn_fifo(registry, job);
 }
 
 /// `func` as a job that holds a count of `registry`'s pool until it has
