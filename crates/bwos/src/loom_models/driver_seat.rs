@@ -5,7 +5,7 @@ use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::thread;
 
 use super::builder;
-use crate::sched::idle::sleep::Sleep;
+use crate::sched::idle::sleep::Sleepers;
 use crate::sched::latch::CoreLatch;
 
 /// A worker falls asleep blocked in the I/O driver's poll (the real
@@ -20,7 +20,7 @@ fn driver_seat_no_lost_wakeup() {
     use loom::sync::{Condvar, Mutex};
 
     builder(3).check(|| {
-        let sleep = Arc::new(Sleep::new(1));
+        let sleep = Arc::new(Sleepers::new(1));
         let seat = Arc::new(DriverSeat::default());
         let eventfd = Arc::new((Mutex::new(false), Condvar::new()));
         let work = Arc::new(AtomicUsize::new(0));

@@ -5,7 +5,7 @@ use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::thread;
 
 use super::{builder, handoff, thread_latch};
-use crate::sched::idle::sleep::Sleep;
+use crate::sched::idle::sleep::Sleepers;
 use crate::sched::latch::{CoreLatch, Latch};
 
 /// A waiting worker's two reasons to wake up race: new work and its latch.
@@ -14,7 +14,7 @@ use crate::sched::latch::{CoreLatch, Latch};
 #[test]
 fn sleeping_worker_wakes_for_latch_or_work() {
     builder(3).check(|| {
-        let sleep = Arc::new(Sleep::new(1));
+        let sleep = Arc::new(Sleepers::new(1));
         let work = Arc::new(AtomicBool::new(false));
         let (latch_sender, latch_receiver) = handoff();
         let worker = {
@@ -49,7 +49,7 @@ fn sleeping_worker_wakes_for_latch_or_work() {
 #[test]
 fn sleep_no_lost_wakeup() {
     builder(4).check(|| {
-        let sleep = Arc::new(Sleep::new(2));
+        let sleep = Arc::new(Sleepers::new(2));
         let work = Arc::new(AtomicUsize::new(0));
         let worker = {
             let (sleep, work) = (sleep.clone(), work.clone());

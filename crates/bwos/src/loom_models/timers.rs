@@ -9,7 +9,7 @@ use loom::sync::Arc;
 use loom::thread;
 
 use super::builder;
-use crate::sched::idle::sleep::Sleep;
+use crate::sched::idle::sleep::Sleepers;
 use crate::sched::latch::CoreLatch;
 use crate::sched::time::{Registered, Timers, WakeFor, Watch};
 
@@ -138,12 +138,12 @@ fn timers_watcher_never_sleeps_through_a_new_deadline() {
     });
 }
 
-/// Worker 1 falls asleep (the real `Sleep` protocol around the sleep loop
+/// Worker 1 falls asleep (the real `Sleepers` protocol around the sleep loop
 /// of `Registry::park_worker`) while worker 0 sleeps as the watcher.
 /// Worker 1 ends its sleep only by becoming the watcher with a deadline;
 /// parking with no one to wake it is a loom deadlock. `Ok` when it parks
 /// on its token; `is_interrupted` is the seat's look (`park_worker`).
-fn sleep_as_worker_1(sleep: &Sleep, timers: &Timers) {
+fn sleep_as_worker_1(sleep: &Sleepers, timers: &Timers) {
     let never_set = CoreLatch::new();
     sleep.start_searching();
     sleep.sleep_parking_with(
@@ -178,7 +178,7 @@ fn sleep_as_worker_1(sleep: &Sleep, timers: &Timers) {
 #[test]
 fn timers_watch_is_handed_over() {
     builder(3).check(|| {
-        let sleep = Arc::new(Sleep::new(2));
+        let sleep = Arc::new(Sleepers::new(2));
         let timers = Arc::new(Timers::new());
         let (_, waker) = counting();
         timers.insert_at_tick(5, &waker);
@@ -207,7 +207,7 @@ fn timers_watch_is_handed_over() {
 #[test]
 fn timers_vacant_watch_is_taken() {
     builder(3).check(|| {
-        let sleep = Arc::new(Sleep::new(2));
+        let sleep = Arc::new(Sleepers::new(2));
         let timers = Arc::new(Timers::new());
         assert_eq!(timers.watch(0), Watch::Until(None));
         let worker_1 = {

@@ -349,7 +349,7 @@ impl ThreadPoolBuilder {
     }
 
     /// Whether `join` queues `b` lazily (the default, `true`): once a
-    /// worker holds a private job and no other worker is hungry, a deeper
+    /// worker holds a private job and no other worker is idle, a deeper
     /// `join` runs `a` and then `b` directly instead of queueing `b` for
     /// thieves that are not looking (see `join`'s docs; on the fork/join
     /// benchmarks this makes fine-grained joins several times cheaper).
@@ -361,7 +361,7 @@ impl ThreadPoolBuilder {
         self
     }
 
-    /// How a hungry worker picks its first victim (default:
+    /// How an idle worker picks its first victim (default:
     /// [`StealPolicy::Random`]). `BestOfMany { candidates: 0 }` makes
     /// [`build`](Self::build) fail with
     /// [`ThreadPoolBuildError::InvalidOption`].

@@ -4,10 +4,10 @@
 //!
 //! # Why groups
 //! Timing each poll reads the clock twice per poll. Even the cheapest
-//! clock (the time-stamp counter, `sched/clock.rs`) costs 7 to 15 ns a
-//! read on the machines we measure, while a poll of a task that only
-//! yields costs some 25 ns with its scheduling: two reads per poll made
-//! `bwos-bench async`'s yield_many 1.6x slower. So the scheduler loop
+//! clock (the time-stamp counter, `sched/clock.rs`) costs a good part of
+//! what a poll of a task that only yields costs with its scheduling, and
+//! two reads per poll slowed such tasks down markedly (the figures are in
+//! `docs/benchmarks.md`). So the scheduler loop
 //! ([`WorkerThread::run_until`](super::worker::WorkerThread)) reads the
 //! clock before the first poll of a group and after its last, and the
 //! group's size adapts to the polls' length: it doubles (up to

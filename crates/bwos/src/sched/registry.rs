@@ -19,7 +19,7 @@ use crossbeam_utils::CachePadded;
 use super::blocking::BlockingPool;
 use super::driver::DriverSlot;
 use super::idle::balance::Balance;
-use super::idle::sleep::Sleep;
+use super::idle::sleep::Sleepers;
 use super::job::JobRef;
 use super::latch::CoreLatch;
 use super::queues::take_oldest;
@@ -76,7 +76,7 @@ pub(crate) struct Registry {
     pub(crate) spawn_fifos: Box<[Injector<JobRef>]>,
     /// Per worker: broadcast jobs only that worker may run.
     broadcasts: Box<[Injector<JobRef>]>,
-    pub(crate) sleep: Sleep,
+    pub(crate) sleepers: Sleepers,
     /// Wake-up credits, heartbeats and the watchdog role (BWS).
     pub(crate) balance: Balance,
     counters: Box<[CachePadded<WorkerCounters>]>,
@@ -119,9 +119,9 @@ impl Registry {
         // worker 0 does not: it runs no scheduler loop, so it would count
         // as searching forever, and producers, trusting a searcher to come
         // by, would never wake a sleeper.
-        let sleep = Sleep::new(n);
+        let sleepers = Sleepers::new(n);
         for _ in 0..n - usize::from(options.uses_building_thread) {
-            sleep.start_searching();
+            sleepers.start_searching();
         }
         Registry {
             stealers: stealers.into(),
@@ -131,7 +131,7 @@ impl Registry {
             injector: Injector::new(),
             spawn_fifos: (0..n).map(|_| Injector::new()).collect(),
             broadcasts: (0..n).map(|_| Injector::new()).collect(),
-            sleep,
+            sleepers,
             balance: Balance::new(n),
             counters: (0..n).map(|_| CachePadded::default()).collect(),
             tasks: PoolTasks::new(task_stealers),
@@ -270,19 +270,19 @@ impl Registry {
     }
 
     /// Whether every worker that runs the scheduler loop searches or
-    /// sleeps (a racy snapshot, see `Sleep::all_idle`). A building thread
+    /// sleeps (a racy snapshot, see `Sleepers::all_idle`). A building thread
     /// adopted as worker 0 is left out: between its own waits it runs the
     /// user's code, and like any thread outside the pool it wakes a
     /// sleeper when it makes work.
     pub(crate) fn all_idle(&self) -> bool {
-        self.sleep
+        self.sleepers
             .all_idle(self.num_threads() - usize::from(self.uses_building_thread()))
     }
 
     /// Wakes a sleeping worker if nobody searches: called after work
     /// became visible to thieves.
     pub(crate) fn notify_new_work(&self) {
-        self.sleep.notify(|index| self.unpark(index));
+        self.sleepers.notify(|index| self.unpark(index));
     }
 
     /// Queues a job from outside the pool (or from a full local queue).
@@ -330,7 +330,7 @@ impl Registry {
         // the reads of the sleep states in `wake`.
         super::sync::fence(Ordering::SeqCst);
         for index in 0..self.num_threads() {
-            self.sleep.wake(index, |index| self.unpark(index));
+            self.sleepers.wake(index, |index| self.unpark(index));
         }
     }
 

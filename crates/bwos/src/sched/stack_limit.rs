@@ -21,9 +21,9 @@ pub(crate) fn stack_limit_here() -> usize {
     }
 }
 
-/// Where the stack is now: the stack pointer, read in one instruction
-/// (a local's address through `black_box` cost a stack slot, a store and
-/// four more instructions per fork).
+/// Where the stack is now: the stack pointer, read in one instruction (a
+/// local's address through `black_box` cost a stack slot, a store and
+/// more instructions per fork: `docs/benchmarks.md`).
 #[inline(always)]
 #[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), not(miri)))]
 pub(crate) fn stack_address() -> usize {

@@ -18,7 +18,7 @@ use crate::sched::time::{WakeFor, Watch};
 /// at most the time to the next timer if it watches the timers (see
 /// `time/mod.rs`). Returns whether it made work for this worker (the
 /// driver or a timer woke tasks into its queue; see
-/// `Sleep::sleep_parking_with`); if the driver woke several, a
+/// `Sleepers::sleep_parking_with`); if the driver woke several, a
 /// sleeping worker is woken to share them.
 pub(crate) fn park_worker(
     registry: &Registry,
@@ -108,7 +108,7 @@ fn try_auto_advance(
     }
     let loop_workers = registry.num_threads() - usize::from(registry.uses_building_thread());
     let quiet = || {
-        registry.sleep.all_asleep(loop_workers)
+        registry.sleepers.all_asleep(loop_workers)
             && (0..registry.num_threads()).all(|index| !registry.has_visible_work(index))
     };
     registry
@@ -144,7 +144,7 @@ fn hand_over_timer_watch(registry: &Registry, leaving: Option<usize>) {
         .filter(|&index| Some(index) != leaving);
     if let Some(chosen) = registry
         .timers
-        .assign_watch(candidates, |index| registry.sleep.is_asleep(index))
+        .assign_watch(candidates, |index| registry.sleepers.is_asleep(index))
     {
         registry.unpark(chosen);
     }
@@ -161,7 +161,7 @@ pub(crate) fn wake_for_timer(registry: &Registry, wake: WakeFor) {
         // that fell asleep before shows in the count (its announcement
         // came before its `watch`, which the timer's insertion, under
         // the same lock, followed).
-        WakeFor::VacantWatch if registry.sleep.anyone_sleeping() => {
+        WakeFor::VacantWatch if registry.sleepers.anyone_sleeping() => {
             hand_over_timer_watch(registry, None);
         }
         WakeFor::VacantWatch => {}
@@ -195,7 +195,7 @@ fn park_for(
         if woken > 1 {
             // More than this worker's next task: share with a sleeper
             // (this worker searches again, so producers would not).
-            registry.sleep.wake_one(|other| registry.unpark(other));
+            registry.sleepers.wake_one(|other| registry.unpark(other));
         }
         return woken > 0;
     }
