@@ -73,7 +73,7 @@ fn driver_seat_no_lost_wakeup() {
 /// The interrupt does not change the watcher's sleep state, so the seat's
 /// look at `still_asleep` cannot see it: the watcher also looks at
 /// `Timers::is_interrupted` after taking the seat, as
-/// `Registry::park_worker` does. Either that look sees the interrupt and
+/// `park::park_worker` does. Either that look sees the interrupt and
 /// the watcher does not block (it looks at the wheel again), or the
 /// interrupter sees it in the seat and writes the eventfd. Without the
 /// look, an interrupt between `watch` and taking the seat left the

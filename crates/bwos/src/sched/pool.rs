@@ -123,7 +123,7 @@ impl ThreadPool {
     ///   dropped, their [`JoinHandle`](crate::task::JoinHandle)s report
     ///   [`is_cancelled`](crate::task::JoinError::is_cancelled)); a poll
     ///   that is running finishes first. Once the workers have stopped, a
-    ///   task spawned or woken (through a [`Handle`], a waker) is cancelled
+    ///   task spawned or woken (through a [`Handle`](crate::Handle), a waker) is cancelled
     ///   at once.
     /// - **detached jobs** ([`spawn`](Self::spawn), `spawn_fifo`,
     ///   `spawn_broadcast`) keep the workers running until they have run,

@@ -49,7 +49,7 @@ pub(crate) struct RegistryOptions {
     /// Worker 0 is the thread that built the pool, which does not run the
     /// scheduler loop.
     pub(crate) uses_building_thread: bool,
-    /// The blocking pool's bounds (see `blocking.rs`).
+    /// The blocking pool's bounds (see `blocking/mod.rs`).
     pub(crate) max_blocking_threads: usize,
     pub(crate) blocking_keep_alive: Duration,
     /// `ThreadPoolBuilder::stack_size`, which `block_in_place`'s

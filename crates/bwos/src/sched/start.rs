@@ -150,7 +150,7 @@ pub(crate) fn start(
 }
 
 /// A worker thread to start, as a spawn handler gets it
-/// ([`ThreadPoolBuilder::build_with_spawn_handler`]): the handler starts a
+/// ([`ThreadPoolBuilder::build_with_spawn_handler`](crate::ThreadPoolBuilder::build_with_spawn_handler)): the handler starts a
 /// thread that calls [`run`](Self::run).
 pub struct ThreadBuilder {
     index: usize,
@@ -165,13 +165,13 @@ impl ThreadBuilder {
         self.index
     }
 
-    /// The name [`ThreadPoolBuilder::thread_name`] gives this worker, if
+    /// The name [`ThreadPoolBuilder::thread_name`](crate::ThreadPoolBuilder::thread_name) gives this worker, if
     /// it was called.
     pub fn name(&self) -> Option<&str> {
         self.name.as_deref()
     }
 
-    /// The stack size [`ThreadPoolBuilder::stack_size`] asks for, if it
+    /// The stack size [`ThreadPoolBuilder::stack_size`](crate::ThreadPoolBuilder::stack_size) asks for, if it
     /// was called (bwos's own threads otherwise get the main thread's
     /// stack size; a handler decides for itself).
     pub fn stack_size(&self) -> Option<usize> {

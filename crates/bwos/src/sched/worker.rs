@@ -131,7 +131,7 @@ thread_local! {
 }
 
 /// What [`yield_now`](crate::yield_now) or [`yield_local`](crate::yield_local)
-/// did: the outcome of [`WorkerThread::yield_now`].
+/// did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Yield {
     /// It ran one job.

@@ -1,5 +1,5 @@
 //! [`spawn_blocking`]: a closure that may block, run on the pool's
-//! blocking threads (`sched/blocking.rs`) as a task whose one poll calls
+//! blocking threads (`sched/blocking/`) as a task whose one poll calls
 //! it.
 
 use std::future::Future;

@@ -521,7 +521,7 @@ where
             if self.shared.is_stopped() {
                 return;
             }
-            // `with_own`: see `Registry::in_worker_injected`.
+            // `with_own`: see `inject::in_worker_injected`.
             WorkerThread::with_own(|worker| {
                 let worker = worker.expect("scope jobs run on workers of the scope's pool");
                 self.participate(worker, scope, None::<Vec<T>>);

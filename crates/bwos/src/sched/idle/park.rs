@@ -151,7 +151,8 @@ fn hand_over_timer_watch(registry: &Registry, leaving: Option<usize>) {
 }
 
 /// Wakes whom a new or earlier deadline needs woken
-/// ([`Timers::insert`], [`Timers::reset`]).
+/// ([`Timers::insert`](crate::sched::time::Timers::insert),
+/// [`Timers::reset`](crate::sched::time::Timers::reset)).
 pub(crate) fn wake_for_timer(registry: &Registry, wake: WakeFor) {
     match wake {
         WakeFor::Nobody => {}

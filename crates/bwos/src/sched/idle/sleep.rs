@@ -115,7 +115,7 @@ impl Sleepers {
     }
 
     /// Whether any worker has announced that it sleeps (a racy snapshot:
-    /// `Registry::wake_for_timer` says why its use there loses nothing).
+    /// `park::wake_for_timer` says why its use there loses nothing).
     pub(crate) fn anyone_sleeping(&self) -> bool {
         // Relaxed: see above; the caller's decision relies on a lock, not
         // on this load's ordering.
