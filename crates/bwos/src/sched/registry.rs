@@ -1,10 +1,12 @@
 //! The registry: what the workers of one pool share. Their stealers and
-//! thread handles, the injectors for work from outside (jobs, FIFO jobs,
-//! broadcasts, tasks), the sleep and BWS state, the counters, the driver
-//! slot, and the count that decides when the pool shuts down; and the
-//! queue operations on them (inject, schedule a task, wake a sleeper).
-//! The front ends build on these: detached `spawn` is `scope/spawn.rs`'s,
-//! a task's scheduling `task/executor.rs`'s.
+//! thread handles, the injectors for work from outside (jobs, tasks), the
+//! per-worker spawn-FIFO and broadcast queues, the sleepers and BWS state,
+//! the counters, the driver slot, the timers, the blocking pool's state,
+//! the panic handler, and the shutdown state; and the operations on that
+//! state alone (inject, take, notify and unpark a sleeper, read the
+//! stats). It does not know which worker the calling thread is: queueing
+//! on the calling worker is `inject.rs`'s, parking `idle/park.rs`'s, the
+//! shutdown's steps `shutdown.rs`'s.
 
 use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
