@@ -254,11 +254,11 @@ mod worklist {
 #[cfg(not(bwos_loom))]
 pub use join::{FnContext, join, join_context};
 #[cfg(not(bwos_loom))]
-pub use sched::builder::{MAX_THREADS, NUM_THREADS_ENV, RAYON_NUM_THREADS_ENV, ThreadPoolBuilder};
+pub use sched::builder::ThreadPoolBuilder;
 #[cfg(not(bwos_loom))]
 pub use sched::current::{
-    Yield, current_num_threads, current_thread_has_pending_tasks, current_thread_index,
-    max_num_threads, yield_local, yield_now,
+    current_num_threads, current_thread_has_pending_tasks, current_thread_index, max_num_threads,
+    yield_local, yield_now,
 };
 #[cfg(not(bwos_loom))]
 pub use sched::error::ThreadPoolBuildError;
@@ -267,6 +267,8 @@ pub use sched::handle::{EnterGuard, Handle};
 #[cfg(not(bwos_loom))]
 pub use sched::idle::{DEFAULT_SLEEP_THRESHOLD, IdlePolicy};
 #[cfg(not(bwos_loom))]
+pub use sched::num_threads::{MAX_THREADS, NUM_THREADS_ENV, RAYON_NUM_THREADS_ENV};
+#[cfg(not(bwos_loom))]
 pub use sched::pool::ThreadPool;
 #[cfg(not(bwos_loom))]
 pub use sched::start::ThreadBuilder;
@@ -274,6 +276,8 @@ pub use sched::start::ThreadBuilder;
 pub use sched::stats::{PoolStats, WorkerStats};
 #[cfg(not(bwos_loom))]
 pub use sched::steal::{StealBatch, StealPolicy};
+#[cfg(not(bwos_loom))]
+pub use sched::worker::Yield;
 #[cfg(not(bwos_loom))]
 pub use scope::broadcast::{BroadcastContext, broadcast, spawn_broadcast};
 #[cfg(not(bwos_loom))]

@@ -79,9 +79,10 @@ fn a_pool_and_its_handle_are_unwind_safe() {
     });
 }
 
-// Mutation caught: `Registry::with_current` without its look at the
-// entered pools (`context::current`): the blocking thread's and the
-// `block_on` caller's handles are the global pool's.
+// Mutation caught: `current::with_current_pool_if_any` (which
+// `with_current_pool` is built on) without its look at the entered pools
+// (`context::current`): the blocking thread's and the `block_on` caller's
+// handles are the global pool's.
 #[test]
 fn handle_current_is_the_pool_of_each_kind_of_thread() {
     watchdog("handle_current_is_the_pool_of_each_kind_of_thread", || {
@@ -341,7 +342,7 @@ fn a_hidden_worker_runs_its_own_work_while_it_waits() {
     });
 }
 
-// Mutation caught: `Registry::in_worker_injected`'s job finding its worker
+// Mutation caught: `inject::in_worker_injected`'s job finding its worker
 // with `with_current` instead of `with_own` (on a worker hidden for good,
 // `install` panics "injected jobs run on workers of their registry").
 /// A guard leaked on a worker leaves that worker working for the other

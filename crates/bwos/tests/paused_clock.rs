@@ -352,7 +352,7 @@ fn a_resumed_clock_runs_and_fires_in_real_time() {
 
 // Mutation caught: `Instant::now()` reading the global pool's clock (or the
 // system's) instead of the pool the calling thread works for
-// (`Registry::with_clock_of_current` skipping the entered pool).
+// (`current::with_clock_of_current_pool` skipping the entered pool).
 #[test]
 fn each_pool_has_its_own_clock() {
     watchdog("paused_clock_per_pool", || {

@@ -10,12 +10,12 @@
 //! # Queue only what can be shared
 //! A job in the owner's block is private until the owner shares the block
 //! (see `worker`), and thieves take the oldest jobs first. So once the
-//! worker holds [`JOIN_SLACK`] private jobs and nobody is hungry, a deeper
+//! worker holds [`JOIN_SLACK`] private jobs and no worker is idle, a deeper
 //! `join` would queue a job that no thief takes before the owner pops it
 //! again: it runs `a` and then `b` directly instead (lazy task creation).
-//! That costs two plain loads and the hunger word per join and makes
+//! That costs two plain loads and the idle hint per join and makes
 //! fine-grained recursion nearly as cheap as serial code. When a worker is
-//! hungry, the next `join` shares the private jobs (the biggest pending
+//! idle, the next `join` shares the private jobs (the biggest pending
 //! work on the current path) and queues `b` again; the parallelism lost is
 //! what lies between the queued jobs and the current frame, which the
 //! owner works through itself while thieves take the queued jobs.
@@ -23,15 +23,15 @@
 use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
 
+use crate::sched::current::in_current_pool;
 use crate::sched::job::{JobResult, StackJob};
-use crate::sched::latch::WorkerLatch;
 use crate::sched::pool::ThreadPool;
-use crate::sched::registry::in_global_pool;
+use crate::sched::wait::WorkerLatch;
 use crate::sched::worker::WorkerThread;
 
 /// The queued jobs a worker keeps in its own block before `join` stops
 /// queueing `b`. Beyond this depth a join runs its closures one after the
-/// other, as serial code would, until another worker becomes hungry; the
+/// other, as serial code would, until another worker becomes idle; the
 /// jobs queued higher up on the current path are the oldest and biggest,
 /// which is what thieves should take anyway.
 pub(crate) const JOIN_SLACK: usize = 1;
@@ -67,7 +67,7 @@ where
 {
     let worker = WorkerThread::current_ptr();
     if worker.is_null() {
-        return in_global_pool(|worker, _| join_in_worker(worker, a, b));
+        return in_current_pool(|worker, _| join_in_worker(worker, a, b));
     }
     // SAFETY: as in `WorkerThread::with_current`: non-null, the current
     // worker lives on this thread's stack while the thread runs pool
@@ -127,7 +127,7 @@ where
     // As in `join`: the call on the current worker is written out.
     WorkerThread::with_current(|worker| match worker {
         Some(worker) => join_context_in_worker(worker, a, b, false),
-        None => in_global_pool(|worker, injected| join_context_in_worker(worker, a, b, injected)),
+        None => in_current_pool(|worker, injected| join_context_in_worker(worker, a, b, injected)),
     })
 }
 
@@ -183,7 +183,7 @@ where
     }
     let job_b = StackJob::new(WorkerLatch::new(worker), b);
     let job_b_ref = job_b.as_job_ref();
-    // `push` offers the job at once if some worker is hungry: `a` may run
+    // `push` offers the job at once if some worker is idle: `a` may run
     // long without another join (see "Sharing" in `worker`).
     if !worker.push(job_b_ref) {
         return join_unqueued(a, &job_b);
@@ -208,14 +208,14 @@ where
 #[inline(always)]
 pub(crate) fn runs_sequentially(worker: &WorkerThread) -> bool {
     let private = worker.private_jobs();
-    // Hungry workers get the jobs queued so far: the oldest, and in
+    // Idle workers get the jobs queued so far: the oldest, and in
     // fork/join the biggest. Otherwise, with enough jobs queued, `b` is not
     // worth queueing.
-    private > 0 && !worker.offer_if_hungry() && private >= JOIN_SLACK
+    private > 0 && !worker.offer_to_idle() && private >= JOIN_SLACK
 }
 
 /// Runs `a`, then `b`, on this thread without queueing `b`: the worker
-/// already holds [`JOIN_SLACK`] queued jobs and nobody is hungry. If `a`
+/// already holds [`JOIN_SLACK`] queued jobs and no worker is idle. If `a`
 /// panics, `b` still runs (its own panic is dropped) before `a`'s panic
 /// continues, as when `b` is queued.
 #[inline]

@@ -4,10 +4,10 @@ use loom::sync::Arc;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::thread;
 
-use super::{builder, handoff};
+use super::{builder, handoff, thread_latch};
 use crate::sched::idle::balance::Balance;
-use crate::sched::idle::sleep::Sleep;
-use crate::sched::latch::{CoreLatch, Latch, ThreadLatch};
+use crate::sched::idle::sleep::Sleepers;
+use crate::sched::latch::{CoreLatch, Latch};
 
 /// Balanced work stealing: worker 0 is the watchdog, steals a job and
 /// hands its role on (waking worker 1 if it sleeps), then produces work
@@ -19,7 +19,7 @@ use crate::sched::latch::{CoreLatch, Latch, ThreadLatch};
 #[test]
 fn balanced_watchdog_hand_off_loses_no_work() {
     builder(3).check(|| {
-        let sleep = Arc::new(Sleep::new(2));
+        let sleep = Arc::new(Sleepers::new(2));
         let balance = Arc::new(Balance::new(2));
         let work = Arc::new(AtomicUsize::new(0));
         assert!(!balance.may_sleep(0), "worker 0 takes the vacant role");
@@ -84,13 +84,13 @@ fn balanced_watchdog_hand_off_loses_no_work() {
 #[test]
 fn credit_wake_up_races_with_the_latch() {
     builder(3).check(|| {
-        let sleep = Arc::new(Sleep::new(2));
+        let sleep = Arc::new(Sleepers::new(2));
         let balance = Arc::new(Balance::new(2));
         let (latch_sender, latch_receiver) = handoff();
         let sleeper = {
             let sleep = sleep.clone();
             thread::spawn(move || {
-                let latch = Arc::new(ThreadLatch::for_current_thread());
+                let latch = Arc::new(thread_latch());
                 latch_sender.send(latch.clone());
                 sleep.start_searching();
                 while !latch.core().probe() {

@@ -5,7 +5,7 @@ use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::thread;
 
 use super::builder;
-use crate::sched::idle::sleep::Sleep;
+use crate::sched::idle::sleep::Sleepers;
 use crate::sched::latch::CoreLatch;
 
 /// A worker falls asleep blocked in the I/O driver's poll (the real
@@ -20,7 +20,7 @@ fn driver_seat_no_lost_wakeup() {
     use loom::sync::{Condvar, Mutex};
 
     builder(3).check(|| {
-        let sleep = Arc::new(Sleep::new(1));
+        let sleep = Arc::new(Sleepers::new(1));
         let seat = Arc::new(DriverSeat::default());
         let eventfd = Arc::new((Mutex::new(false), Condvar::new()));
         let work = Arc::new(AtomicUsize::new(0));
@@ -73,7 +73,7 @@ fn driver_seat_no_lost_wakeup() {
 /// The interrupt does not change the watcher's sleep state, so the seat's
 /// look at `still_asleep` cannot see it: the watcher also looks at
 /// `Timers::is_interrupted` after taking the seat, as
-/// `Registry::park_worker` does. Either that look sees the interrupt and
+/// `park::park_worker` does. Either that look sees the interrupt and
 /// the watcher does not block (it looks at the wheel again), or the
 /// interrupter sees it in the seat and writes the eventfd. Without the
 /// look, an interrupt between `watch` and taking the seat left the

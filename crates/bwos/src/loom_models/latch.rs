@@ -3,8 +3,8 @@
 use loom::sync::Arc;
 use loom::thread;
 
-use super::{Slot, builder, handoff};
-use crate::sched::latch::{Latch, ThreadLatch};
+use super::{Slot, builder, handoff, thread_latch};
+use crate::sched::latch::Latch;
 
 /// The join latch as `install` from outside a pool uses it: the waiter
 /// parks, the setter publishes a result, sets the latch and unparks.
@@ -16,7 +16,7 @@ fn latch_wakes_parked_waiter() {
         let waiter = {
             let result = result.clone();
             thread::spawn(move || {
-                let latch = Arc::new(ThreadLatch::for_current_thread());
+                let latch = Arc::new(thread_latch());
                 latch_sender.send(latch.clone());
                 latch.core().wait_blocking();
                 assert_eq!(result.read(), 42);

@@ -37,6 +37,8 @@ mod worklist;
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 
+use crate::sched::latch::WakingLatch;
+
 /// A checker bounded to `preemptions` unless `LOOM_MAX_PREEMPTIONS` says
 /// otherwise.
 fn builder(preemptions: usize) -> loom::model::Builder {
@@ -93,4 +95,14 @@ impl Slot {
         // SAFETY: as for `write`.
         self.0.with(|slot| unsafe { *slot })
     }
+}
+
+/// The latch a thread outside the pools waits on (`wait.rs`'s `ThreadLatch`
+/// with a plain thread as its waiter): the calling thread parks in
+/// `CoreLatch::wait_blocking`, the setter unparks it.
+type ThreadLatch = WakingLatch<loom::thread::Thread>;
+
+/// A [`ThreadLatch`] the calling thread will wait on.
+fn thread_latch() -> ThreadLatch {
+    WakingLatch::new(loom::thread::current())
 }

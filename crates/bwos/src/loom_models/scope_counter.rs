@@ -4,8 +4,8 @@ use loom::sync::Arc;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::thread;
 
-use super::{Slot, builder};
-use crate::sched::latch::{Latch, ThreadLatch};
+use super::{Slot, ThreadLatch, builder, thread_latch};
+use crate::sched::latch::Latch;
 use crate::scope::counter::NowaCounter;
 
 /// The Nowa counter: two spawns on the owner's path (plain counting), one
@@ -31,7 +31,7 @@ fn nowa_counter_releases_owner_once() {
         let owner = thread::spawn(|| {
             let shared = Arc::new(Shared {
                 counter: NowaCounter::new(),
-                latch: ThreadLatch::for_current_thread(),
+                latch: thread_latch(),
                 results: [Slot::new(), Slot::new(), Slot::new()],
                 releases: AtomicUsize::new(0),
             });

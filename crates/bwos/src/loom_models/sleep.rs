@@ -4,9 +4,9 @@ use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::thread;
 
-use super::{builder, handoff};
-use crate::sched::idle::sleep::Sleep;
-use crate::sched::latch::{CoreLatch, Latch, ThreadLatch};
+use super::{builder, handoff, thread_latch};
+use crate::sched::idle::sleep::Sleepers;
+use crate::sched::latch::{CoreLatch, Latch};
 
 /// A waiting worker's two reasons to wake up race: new work and its latch.
 /// Whichever comes, the worker must not stay parked, and the latch must be
@@ -14,13 +14,13 @@ use crate::sched::latch::{CoreLatch, Latch, ThreadLatch};
 #[test]
 fn sleeping_worker_wakes_for_latch_or_work() {
     builder(3).check(|| {
-        let sleep = Arc::new(Sleep::new(1));
+        let sleep = Arc::new(Sleepers::new(1));
         let work = Arc::new(AtomicBool::new(false));
         let (latch_sender, latch_receiver) = handoff();
         let worker = {
             let (sleep, work) = (sleep.clone(), work.clone());
             thread::spawn(move || {
-                let latch = Arc::new(ThreadLatch::for_current_thread());
+                let latch = Arc::new(thread_latch());
                 latch_sender.send(latch.clone());
                 sleep.start_searching();
                 while !latch.core().probe() {
@@ -49,7 +49,7 @@ fn sleeping_worker_wakes_for_latch_or_work() {
 #[test]
 fn sleep_no_lost_wakeup() {
     builder(4).check(|| {
-        let sleep = Arc::new(Sleep::new(2));
+        let sleep = Arc::new(Sleepers::new(2));
         let work = Arc::new(AtomicUsize::new(0));
         let worker = {
             let (sleep, work) = (sleep.clone(), work.clone());

@@ -6,7 +6,7 @@ use loom::thread;
 
 use super::builder;
 use super::task_state::ModelTask;
-use crate::sched::idle::sleep::Sleep;
+use crate::sched::idle::sleep::Sleepers;
 use crate::sched::latch::CoreLatch;
 
 /// A lock-free queue of entry ids for the injector models: pushing is a
@@ -106,7 +106,7 @@ fn task_woken_from_outside_reaches_a_sleeping_worker() {
         let task = ModelTask::new();
         task.state.ref_inc(); // the waker's reference
         task.run_entry(); // the first poll: now idle, waiting for the waker
-        let sleep = Arc::new(Sleep::new(1));
+        let sleep = Arc::new(Sleepers::new(1));
         let injector = Arc::new(ClosableInjector::new(ModelQueue::default()));
         let worker = {
             let (task, sleep, injector) = (task.clone(), sleep.clone(), injector.clone());

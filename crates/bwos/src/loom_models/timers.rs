@@ -9,7 +9,7 @@ use loom::sync::Arc;
 use loom::thread;
 
 use super::builder;
-use crate::sched::idle::sleep::Sleep;
+use crate::sched::idle::sleep::Sleepers;
 use crate::sched::latch::CoreLatch;
 use crate::sched::time::{Registered, Timers, WakeFor, Watch};
 
@@ -138,12 +138,12 @@ fn timers_watcher_never_sleeps_through_a_new_deadline() {
     });
 }
 
-/// Worker 1 falls asleep (the real `Sleep` protocol around the sleep loop
-/// of `Registry::park_worker`) while worker 0 sleeps as the watcher.
+/// Worker 1 falls asleep (the real `Sleepers` protocol around the sleep loop
+/// of `park::park_worker`) while worker 0 sleeps as the watcher.
 /// Worker 1 ends its sleep only by becoming the watcher with a deadline;
 /// parking with no one to wake it is a loom deadlock. `Ok` when it parks
 /// on its token; `is_interrupted` is the seat's look (`park_worker`).
-fn sleep_as_worker_1(sleep: &Sleep, timers: &Timers) {
+fn sleep_as_worker_1(sleep: &Sleepers, timers: &Timers) {
     let never_set = CoreLatch::new();
     sleep.start_searching();
     sleep.sleep_parking_with(
@@ -169,7 +169,7 @@ fn sleep_as_worker_1(sleep: &Sleep, timers: &Timers) {
 
 /// The watcher (worker 0) wakes for work while a deadline is pending and
 /// worker 1 falls asleep: worker 0 leaves the watch as
-/// `Registry::leave_timer_watch` does, handing it to a sleeper. Whatever
+/// `park::leave_timer_watch` does, handing it to a sleeper. Whatever
 /// the interleaving, worker 1 ends up sleeping until the deadline: either
 /// its `watch` comes after the hand-over and finds the watch vacant, or
 /// it had announced its sleep, the hand-over sees it and interrupts it.
@@ -178,7 +178,7 @@ fn sleep_as_worker_1(sleep: &Sleep, timers: &Timers) {
 #[test]
 fn timers_watch_is_handed_over() {
     builder(3).check(|| {
-        let sleep = Arc::new(Sleep::new(2));
+        let sleep = Arc::new(Sleepers::new(2));
         let timers = Arc::new(Timers::new());
         let (_, waker) = counting();
         timers.insert_at_tick(5, &waker);
@@ -188,7 +188,7 @@ fn timers_watch_is_handed_over() {
             thread::spawn(move || sleep_as_worker_1(&sleep, &timers))
         };
         let worker_1_thread = worker_1.thread().clone();
-        // Worker 0's sleep ended: `Registry::leave_timer_watch`.
+        // Worker 0's sleep ended: `park::leave_timer_watch`.
         if timers.unwatch(0)
             && let Some(chosen) = timers.assign_watch([1], |index| sleep.is_asleep(index))
         {
@@ -202,12 +202,12 @@ fn timers_watch_is_handed_over() {
 /// A timer is added while nobody watches (the watcher left with no
 /// deadline pending) and worker 1 falls asleep: the insertion's
 /// `VacantWatch` makes the inserter assign the watch to a sleeper
-/// (`Registry::wake_for_timer`), unless worker 1's `watch` comes after the
+/// (`park::wake_for_timer`), unless worker 1's `watch` comes after the
 /// insertion and sees the deadline itself.
 #[test]
 fn timers_vacant_watch_is_taken() {
     builder(3).check(|| {
-        let sleep = Arc::new(Sleep::new(2));
+        let sleep = Arc::new(Sleepers::new(2));
         let timers = Arc::new(Timers::new());
         assert_eq!(timers.watch(0), Watch::Until(None));
         let worker_1 = {

@@ -123,7 +123,7 @@ impl IoDriver {
     /// I/O.
     pub(crate) fn of(registry: &Registry) -> io::Result<Arc<IoDriver>> {
         registry.driver.get_or_create(IoDriver::new, || {
-            registry.sleep.wake_one(|index| registry.unpark(index));
+            registry.sleepers.wake_one(|index| registry.unpark(index));
         })
     }
 

@@ -10,7 +10,7 @@ use mio::event::Source;
 use super::driver::{IoDriver, shut_down_error};
 use super::readiness::{Direction, Readiness};
 use crate::sched::coop;
-use crate::sched::registry::Registry;
+use crate::sched::current::with_current_pool;
 
 /// A mio socket registered with a pool's driver; deregistered on drop.
 pub(crate) struct Registered<S: Source> {
@@ -24,7 +24,7 @@ impl<S: Source> Registered<S> {
     /// Registers `source` with the driver of the current pool (the calling
     /// worker's, else the entered pool's, else the global pool's).
     pub(crate) fn new(source: S) -> io::Result<Self> {
-        let driver = Registry::with_current(|registry| IoDriver::of(registry))?;
+        let driver = with_current_pool(|registry| IoDriver::of(registry))?;
         Self::with_driver(source, driver)
     }
 

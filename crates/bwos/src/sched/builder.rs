@@ -9,36 +9,20 @@ use std::time::Duration;
 
 use bwos_queue::Config;
 
+use super::blocking::{DEFAULT_BLOCKING_KEEP_ALIVE, DEFAULT_MAX_BLOCKING_THREADS};
 use super::error::ThreadPoolBuildError;
 use super::idle::{IdleConfig, IdlePolicy, default_sleep_threshold};
+use super::long_polls::{
+    DEFAULT_LONG_POLL_THRESHOLD, MAX_LONG_POLL_THRESHOLD, MIN_LONG_POLL_THRESHOLD,
+};
+use super::num_threads::{
+    MAX_THREADS, NUM_THREADS_ENV, RAYON_NUM_THREADS_ENV, default_parallelism,
+};
 use super::pool::ThreadPool;
-use super::registry::{PanicHandler, ThreadHandler};
-use super::start::{ThreadBuilder, main_thread_stack_size};
-use super::steal::{StealBatch, StealPolicy};
-
-/// The environment variable that sets the default number of threads.
-pub const NUM_THREADS_ENV: &str = "BWOS_NUM_THREADS";
-
-/// The variable read when [`NUM_THREADS_ENV`] is not set, with rayon's
-/// rules (a value that is not a positive number means the default), so
-/// that programs moved from rayon keep their configuration.
-pub const RAYON_NUM_THREADS_ENV: &str = "RAYON_NUM_THREADS";
-
-/// The largest number of threads a pool may have.
-pub const MAX_THREADS: usize = 1 << 16;
-
-/// [`ThreadPoolBuilder::long_poll_threshold`]'s default.
-pub(crate) const DEFAULT_LONG_POLL_THRESHOLD: Duration = Duration::from_millis(10);
-
-/// The shortest long-poll threshold: below a millisecond, a worker's
-/// ordinary hiccups (a page fault, an interrupt, being preempted) would
-/// count, and the poll clock's cheap first check assumes it
-/// (`sched/clock.rs`).
-pub(crate) const MIN_LONG_POLL_THRESHOLD: Duration = Duration::from_millis(1);
-
-/// The longest long-poll threshold: an hour. Longer is no threshold at all
-/// (to count no poll, ignore the counter).
-pub(crate) const MAX_LONG_POLL_THRESHOLD: Duration = Duration::from_secs(3600);
+use super::queues::default_queue_config;
+use super::registry::{PanicHandler, RegistryOptions, ThreadHandler};
+use super::start::{StartOptions, ThreadBuilder, main_thread_stack_size, start};
+use super::steal::{StealBatch, StealConfig, StealPolicy};
 
 /// Configures and builds a [`ThreadPool`], or the global pool.
 ///
@@ -66,27 +50,27 @@ pub(crate) const MAX_LONG_POLL_THRESHOLD: Duration = Duration::from_secs(3600);
 /// to another thread while a call blocks.
 #[derive(Default)]
 pub struct ThreadPoolBuilder {
-    pub(super) num_threads: usize,
-    pub(super) thread_name: Option<Box<dyn FnMut(usize) -> String>>,
-    pub(super) stack_size: Option<usize>,
-    pub(super) panic_handler: Option<Box<PanicHandler>>,
-    pub(super) queue_config: Option<Config>,
-    pub(super) eager_join: bool,
-    pub(super) steal_policy: StealPolicy,
-    pub(super) probabilistic_steal: bool,
-    pub(super) steal_batch: StealBatch,
-    pub(super) idle_policy: IdlePolicy,
-    pub(super) sleep_threshold: Option<u32>,
-    pub(super) pin_threads: bool,
-    pub(super) yield_to_victim: bool,
-    pub(super) start_handler: Option<Box<ThreadHandler>>,
-    pub(super) exit_handler: Option<Box<ThreadHandler>>,
-    pub(super) use_current_thread: bool,
-    pub(super) breadth_first: bool,
-    pub(super) detach_threads_on_drop: bool,
-    pub(super) max_blocking_threads: Option<usize>,
-    pub(super) blocking_keep_alive: Option<Duration>,
-    pub(super) long_poll_threshold: Option<Duration>,
+    num_threads: usize,
+    thread_name: Option<Box<dyn FnMut(usize) -> String>>,
+    stack_size: Option<usize>,
+    panic_handler: Option<Box<PanicHandler>>,
+    queue_config: Option<Config>,
+    eager_join: bool,
+    steal_policy: StealPolicy,
+    probabilistic_steal: bool,
+    steal_batch: StealBatch,
+    idle_policy: IdlePolicy,
+    sleep_threshold: Option<u32>,
+    pin_threads: bool,
+    yield_to_victim: bool,
+    start_handler: Option<Box<ThreadHandler>>,
+    exit_handler: Option<Box<ThreadHandler>>,
+    use_current_thread: bool,
+    breadth_first: bool,
+    detach_threads_on_drop: bool,
+    max_blocking_threads: Option<usize>,
+    blocking_keep_alive: Option<Duration>,
+    long_poll_threshold: Option<Duration>,
 }
 
 impl ThreadPoolBuilder {
@@ -365,7 +349,7 @@ impl ThreadPoolBuilder {
     }
 
     /// Whether `join` queues `b` lazily (the default, `true`): once a
-    /// worker holds a private job and no other worker is hungry, a deeper
+    /// worker holds a private job and no other worker is idle, a deeper
     /// `join` runs `a` and then `b` directly instead of queueing `b` for
     /// thieves that are not looking (see `join`'s docs; on the fork/join
     /// benchmarks this makes fine-grained joins several times cheaper).
@@ -377,7 +361,7 @@ impl ThreadPoolBuilder {
         self
     }
 
-    /// How a hungry worker picks its first victim (default:
+    /// How an idle worker picks its first victim (default:
     /// [`StealPolicy::Random`]). `BestOfMany { candidates: 0 }` makes
     /// [`build`](Self::build) fail with
     /// [`ThreadPoolBuildError::InvalidOption`].
@@ -477,8 +461,47 @@ impl ThreadPoolBuilder {
         self
     }
 
+    /// The options checked, with their defaults filled in, as `start` takes
+    /// them.
+    fn start_options(self) -> Result<StartOptions, ThreadPoolBuildError> {
+        self.validate()?;
+        let num_threads = self.resolved_num_threads()?;
+        let idle = self.idle_config(num_threads);
+        Ok(StartOptions {
+            num_threads,
+            thread_name: self.thread_name,
+            queue_config: self.queue_config.unwrap_or_else(default_queue_config),
+            lazy_queueing: !self.eager_join,
+            steal: StealConfig {
+                policy: self.steal_policy,
+                probabilistic: self.probabilistic_steal,
+                batch: self.steal_batch,
+            },
+            idle,
+            pin_threads: self.pin_threads,
+            join_on_drop: !self.detach_threads_on_drop,
+            registry: RegistryOptions {
+                panic_handler: self.panic_handler,
+                start_handler: self.start_handler,
+                exit_handler: self.exit_handler,
+                breadth_first: self.breadth_first,
+                uses_building_thread: self.use_current_thread,
+                max_blocking_threads: self
+                    .max_blocking_threads
+                    .unwrap_or(DEFAULT_MAX_BLOCKING_THREADS),
+                blocking_keep_alive: self
+                    .blocking_keep_alive
+                    .unwrap_or(DEFAULT_BLOCKING_KEEP_ALIVE),
+                worker_stack_size: self.stack_size,
+                long_poll_threshold: self
+                    .long_poll_threshold
+                    .unwrap_or(DEFAULT_LONG_POLL_THRESHOLD),
+            },
+        })
+    }
+
     /// Checks the options that have constraints.
-    pub(super) fn validate(&self) -> Result<(), ThreadPoolBuildError> {
+    fn validate(&self) -> Result<(), ThreadPoolBuildError> {
         if let StealPolicy::BestOfMany { candidates: 0 } = self.steal_policy {
             return Err(ThreadPoolBuildError::InvalidOption {
                 option: "steal_policy",
@@ -548,7 +571,7 @@ impl ThreadPoolBuilder {
     }
 
     /// The idle settings of a pool of `num_threads` workers.
-    pub(super) fn idle_config(&self, num_threads: usize) -> IdleConfig {
+    fn idle_config(&self, num_threads: usize) -> IdleConfig {
         IdleConfig {
             policy: self.idle_policy,
             sleep_threshold: self
@@ -561,7 +584,7 @@ impl ThreadPoolBuilder {
 
     /// Starts the threads. Returns once every worker is running.
     pub fn build(self) -> Result<ThreadPool, ThreadPoolBuildError> {
-        self.build_threads(&mut |thread| {
+        start(self.start_options()?, &mut |thread| {
             let mut builder = thread::Builder::new().name(match thread.name() {
                 Some(name) => name.to_owned(),
                 None => format!("bwos-worker-{}", thread.index()),
@@ -605,7 +628,9 @@ impl ThreadPoolBuilder {
     where
         F: FnMut(ThreadBuilder) -> io::Result<()>,
     {
-        self.build_threads(&mut |thread| spawn(thread).map(|()| None))
+        start(self.start_options()?, &mut |thread| {
+            spawn(thread).map(|()| None)
+        })
     }
 
     /// Builds a pool whose threads are scoped threads of this call, runs
@@ -667,10 +692,6 @@ impl ThreadPoolBuilder {
     {
         super::global::set(|| self.build_with_spawn_handler(spawn))
     }
-}
-
-fn default_parallelism() -> usize {
-    thread::available_parallelism().map_or(1, usize::from)
 }
 
 impl fmt::Debug for ThreadPoolBuilder {

@@ -1,10 +1,10 @@
 //! The pools a thread has entered: the "current pool" of a thread in
 //! `block_on` (while it polls the future), of a blocking thread (while it
 //! runs a closure), of `block_in_place`'s closure, and of any thread while
-//! a `Handle::enter` guard lives. `Registry::with_current` and the free
-//! functions look here after the calling worker and before the global
-//! pool, so the tasks, timers, sockets and joins such code starts go to
-//! the pool entered last.
+//! a `Handle::enter` guard lives. The current-pool lookup
+//! (`current::with_current_pool`) and the free functions look here after
+//! the calling worker and before the global pool, so the tasks, timers,
+//! sockets and joins such code starts go to the pool entered last.
 //!
 //! # A stack, left in any order
 //! Entries nest: the pool entered last is the current one. Each entry is

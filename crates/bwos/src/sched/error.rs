@@ -3,7 +3,7 @@
 use std::fmt;
 use std::io;
 
-use super::builder::{MAX_THREADS, NUM_THREADS_ENV};
+use super::num_threads::{MAX_THREADS, NUM_THREADS_ENV};
 
 /// Why a pool could not be built.
 #[derive(Debug)]

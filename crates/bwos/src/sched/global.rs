@@ -1,31 +1,33 @@
-//! The global pool the free functions use outside any pool.
+//! The global pool the free functions use outside any pool: where it is
+//! kept once built.
 //!
-//! It is built on first use with the default configuration, or earlier by
-//! [`ThreadPoolBuilder::build_global`]. If the build on first use fails (a
-//! bad `BWOS_NUM_THREADS`, the system refusing threads), the failure is
-//! kept: the free functions have no error channel, so that call and every
-//! later one panic with the error's message, and the build is never tried
-//! again (a loop of failing thread spawns helps nobody). `build_global`
-//! after such a failure returns
+//! It is built on first use by whoever looks for the current pool
+//! (`current.rs`, with the default configuration), or earlier by
+//! [`ThreadPoolBuilder::build_global`](crate::ThreadPoolBuilder::build_global).
+//! If the build on first use fails (a bad `BWOS_NUM_THREADS`, the system
+//! refusing threads), the failure is kept: the free functions have no
+//! error channel, so that call and every later one panic with the error's
+//! message, and the build is never tried again (a loop of failing thread
+//! spawns helps nobody). `build_global` after such a failure returns
 //! [`ThreadPoolBuildError::GlobalPoolBuildFailed`] with the same message.
 
 use std::sync::{Arc, OnceLock};
 
-use super::builder::ThreadPoolBuilder;
 use super::error::ThreadPoolBuildError;
 use super::pool::ThreadPool;
 use super::registry::Registry;
 
 static GLOBAL: OnceLock<Result<ThreadPool, ThreadPoolBuildError>> = OnceLock::new();
 
-/// The global pool's registry, created with the default configuration on
-/// first use.
+/// The global pool's registry, built by `build` if this is the first use.
 ///
 /// # Panics
 /// If the global pool could not be built (now or on an earlier call), with
 /// the build error's message.
-pub(crate) fn registry() -> &'static Arc<Registry> {
-    match GLOBAL.get_or_init(|| ThreadPoolBuilder::new().build()) {
+pub(crate) fn registry(
+    build: impl FnOnce() -> Result<ThreadPool, ThreadPoolBuildError>,
+) -> &'static Arc<Registry> {
+    match GLOBAL.get_or_init(build) {
         Ok(pool) => &pool.registry,
         Err(error) => panic!(
             "bwos: the global thread pool could not be built: {error} \
@@ -45,6 +47,8 @@ pub(crate) fn registry_if_started() -> Option<&'static Arc<Registry>> {
     }
 }
 
+/// Builds the global pool with `build` unless it exists (or its build on
+/// first use failed).
 pub(crate) fn set(
     build: impl FnOnce() -> Result<ThreadPool, ThreadPoolBuildError>,
 ) -> Result<(), ThreadPoolBuildError> {

@@ -3,9 +3,9 @@
 //! a pool entered by the calling thread until the guard drops.
 //!
 //! A handle holds the pool's registry, not its threads: it does not keep
-//! the pool running (dropping the [`ThreadPool`](super::pool::ThreadPool)
-//! shuts the pool down whatever handles exist), and it stays valid after
-//! that. Its task front-end methods (`spawn`, `spawn_blocking`,
+//! the pool running (dropping the [`ThreadPool`] shuts the pool down
+//! whatever handles exist), and it stays valid after that;
+//! [`ThreadPool::handle`] makes one. Its task front-end methods (`spawn`, `spawn_blocking`,
 //! `block_on`) live in `task/`, as `ThreadPool`'s do.
 
 use std::fmt;
@@ -14,7 +14,10 @@ use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::sync::Arc;
 
 use super::context;
+use super::current::with_current_pool;
+use super::pool::ThreadPool;
 use super::registry::Registry;
+use super::shutdown;
 use super::stats::PoolStats;
 
 /// A handle to a pool: cheap to clone, `Send + Sync`, usable from any
@@ -62,6 +65,24 @@ pub struct Handle {
     pub(crate) registry: Arc<Registry>,
 }
 
+impl ThreadPool {
+    /// A [`Handle`] to this pool: cloneable, `Send + Sync`, and usable
+    /// after the pool is gone (see [`Handle`] for what it does then).
+    ///
+    /// ```
+    /// let pool = bwos::ThreadPoolBuilder::new().num_threads(2).build()?;
+    /// let handle = pool.handle();
+    /// let task = std::thread::spawn(move || handle.spawn(async { 6 * 7 }))
+    ///     .join()
+    ///     .unwrap();
+    /// assert_eq!(pool.block_on(task).unwrap(), 42);
+    /// # Ok::<(), bwos::ThreadPoolBuildError>(())
+    /// ```
+    pub fn handle(&self) -> Handle {
+        Handle::new(Arc::clone(&self.registry))
+    }
+}
+
 // A panic caught around a call leaves the pool consistent (see
 // `ThreadPool`'s impls).
 impl UnwindSafe for Handle {}
@@ -90,7 +111,7 @@ impl Handle {
     /// # Ok::<(), bwos::ThreadPoolBuildError>(())
     /// ```
     pub fn current() -> Handle {
-        Registry::with_current(|registry| Handle::new(Arc::clone(registry)))
+        with_current_pool(|registry| Handle::new(Arc::clone(registry)))
     }
 
     /// Enters the pool on the calling thread until the returned guard
@@ -158,7 +179,7 @@ impl fmt::Debug for Handle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Handle")
             .field("num_threads", &self.registry.num_threads())
-            .field("shut_down", &self.registry.is_shut_down())
+            .field("shut_down", &shutdown::is_shut_down(&self.registry))
             .finish_non_exhaustive()
     }
 }

@@ -4,10 +4,10 @@
 //!
 //! # Why groups
 //! Timing each poll reads the clock twice per poll. Even the cheapest
-//! clock (the time-stamp counter, `sched/clock.rs`) costs 7 to 15 ns a
-//! read on the machines we measure, while a poll of a task that only
-//! yields costs some 25 ns with its scheduling: two reads per poll made
-//! `bwos-bench async`'s yield_many 1.6x slower. So the scheduler loop
+//! clock (the time-stamp counter, `sched/clock.rs`) costs a good part of
+//! what a poll of a task that only yields costs with its scheduling, and
+//! two reads per poll slowed such tasks down markedly (the figures are in
+//! `docs/benchmarks.md`). So the scheduler loop
 //! ([`WorkerThread::run_until`](super::worker::WorkerThread)) reads the
 //! clock before the first poll of a group and after its last, and the
 //! group's size adapts to the polls' length: it doubles (up to
@@ -39,9 +39,21 @@
 use std::cell::Cell;
 use std::time::Duration;
 
-use super::builder::MIN_LONG_POLL_THRESHOLD;
 use super::clock;
 use super::stats::WorkerCounters;
+
+/// `ThreadPoolBuilder::long_poll_threshold`'s default.
+pub(crate) const DEFAULT_LONG_POLL_THRESHOLD: Duration = Duration::from_millis(10);
+
+/// The shortest long-poll threshold: below a millisecond, a worker's
+/// ordinary hiccups (a page fault, an interrupt, being preempted) would
+/// count, and the poll clock's cheap first check assumes it
+/// (`sched/clock.rs`).
+pub(crate) const MIN_LONG_POLL_THRESHOLD: Duration = Duration::from_millis(1);
+
+/// The longest long-poll threshold: an hour. Longer is no threshold at all
+/// (to count no poll, ignore the counter).
+pub(crate) const MAX_LONG_POLL_THRESHOLD: Duration = Duration::from_secs(3600);
 
 /// The most polls timed as one group: two clock reads per 128 polls cost
 /// well under 1% of the shortest polls.

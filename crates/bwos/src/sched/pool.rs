@@ -1,16 +1,18 @@
 //! [`ThreadPool`], the handle of a pool: what every front end runs on.
 //! The front ends add their own methods (`impl ThreadPool` blocks in
-//! `join/`, `scope/`, `task/`, `worklist/`).
+//! `join/`, `scope/`, `task/`, `worklist/`), and so does `handle.rs`
+//! (`ThreadPool::handle`).
 
 use std::fmt;
 use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::current::Yield;
-use super::handle::Handle;
+use super::inject::in_worker_of;
 use super::registry::Registry;
+use super::shutdown::{self, Wait};
 use super::stats::PoolStats;
+use super::worker::{WorkerThread, Yield};
 
 /// A pool of worker threads, each with a BWoS queue.
 ///
@@ -23,9 +25,9 @@ use super::stats::PoolStats;
 /// [`shutdown_timeout`](Self::shutdown_timeout) for what happens to each
 /// kind of work, and for a bounded wait.
 ///
-/// [`handle`](Self::handle) gives a [`Handle`]: a cheap, cloneable
-/// reference to the pool that libraries can keep and threads can
-/// [`enter`](Handle::enter).
+/// [`handle`](Self::handle) gives a [`Handle`](crate::Handle): a cheap,
+/// cloneable reference to the pool that libraries can keep and threads can
+/// [`enter`](crate::Handle::enter).
 ///
 /// A `ThreadPool` is `UnwindSafe` and `RefUnwindSafe`: a panic caught
 /// around one of its calls leaves the pool consistent (a panic in user
@@ -55,28 +57,25 @@ impl ThreadPool {
         OP: FnOnce() -> R + Send,
         R: Send,
     {
-        self.registry.in_worker(|_| op())
+        in_worker_of(&self.registry, |_| op())
     }
 
     /// [`yield_now`](crate::yield_now) if the calling thread is a worker of
     /// this pool, else `None`.
     pub fn yield_now(&self) -> Option<Yield> {
-        self.registry
-            .with_current_worker(|worker| Some(worker?.yield_now(false)))
+        WorkerThread::with_current_in(&self.registry, |worker| Some(worker?.yield_now(false)))
     }
 
     /// [`yield_local`](crate::yield_local) if the calling thread is a
     /// worker of this pool, else `None`.
     pub fn yield_local(&self) -> Option<Yield> {
-        self.registry
-            .with_current_worker(|worker| Some(worker?.yield_now(true)))
+        WorkerThread::with_current_in(&self.registry, |worker| Some(worker?.yield_now(true)))
     }
 
     /// Whether the calling worker of this pool has queued jobs; `None` if
     /// the calling thread is not one of its workers.
     pub fn current_thread_has_pending_tasks(&self) -> Option<bool> {
-        self.registry
-            .with_current_worker(|worker| Some(worker?.has_pending_jobs()))
+        WorkerThread::with_current_in(&self.registry, |worker| Some(worker?.has_pending_jobs()))
     }
 
     /// The number of worker threads.
@@ -110,24 +109,7 @@ impl ThreadPool {
     /// The index of the calling thread in this pool, or `None` if it is not
     /// one of this pool's workers.
     pub fn current_thread_index(&self) -> Option<usize> {
-        self.registry
-            .with_current_worker(|worker| Some(worker?.index()))
-    }
-
-    /// A [`Handle`] to this pool: cloneable, `Send + Sync`, and usable
-    /// after the pool is gone (see [`Handle`] for what it does then).
-    ///
-    /// ```
-    /// let pool = bwos::ThreadPoolBuilder::new().num_threads(2).build()?;
-    /// let handle = pool.handle();
-    /// let task = std::thread::spawn(move || handle.spawn(async { 6 * 7 }))
-    ///     .join()
-    ///     .unwrap();
-    /// assert_eq!(pool.block_on(task).unwrap(), 42);
-    /// # Ok::<(), bwos::ThreadPoolBuildError>(())
-    /// ```
-    pub fn handle(&self) -> Handle {
-        Handle::new(Arc::clone(&self.registry))
+        WorkerThread::with_current_in(&self.registry, |worker| Some(worker?.index()))
     }
 
     /// Shuts the pool down and waits at most `timeout` for its work to stop
@@ -141,7 +123,7 @@ impl ThreadPool {
     ///   dropped, their [`JoinHandle`](crate::task::JoinHandle)s report
     ///   [`is_cancelled`](crate::task::JoinError::is_cancelled)); a poll
     ///   that is running finishes first. Once the workers have stopped, a
-    ///   task spawned or woken (through a [`Handle`], a waker) is cancelled
+    ///   task spawned or woken (through a [`Handle`](crate::Handle), a waker) is cancelled
     ///   at once.
     /// - **detached jobs** ([`spawn`](Self::spawn), `spawn_fifo`,
     ///   `spawn_broadcast`) keep the workers running until they have run,
@@ -186,23 +168,7 @@ impl ThreadPool {
     /// # Ok::<(), bwos::ThreadPoolBuildError>(())
     /// ```
     pub fn shutdown_timeout(self, timeout: Duration) {
-        if !self.registry.begin_shutdown() {
-            return;
-        }
-        if self.registry.runs_on_own_worker() {
-            self.registry.detach_threads();
-            return;
-        }
-        // A timeout past the clock's range waits without a deadline.
-        let deadline = Instant::now().checked_add(timeout);
-        let stopped = self.registry.wait_for_workers(deadline);
-        if stopped {
-            // Every worker has left its loop: the joins are short.
-            self.registry.blocking.wait_for_threads(deadline);
-            self.registry.join_threads();
-        } else {
-            self.registry.detach_threads();
-        }
+        shutdown::shut_down(&self.registry, Wait::AtMost(timeout));
     }
 
     /// Shuts the pool down without waiting for its work to stop (tokio's
@@ -233,21 +199,7 @@ impl RefUnwindSafe for ThreadPool {}
 
 impl Drop for ThreadPool {
     fn drop(&mut self) {
-        if !self.registry.begin_shutdown() {
-            // `shutdown_timeout` did it.
-            return;
-        }
-        if self.registry.join_on_drop && !self.registry.runs_on_own_worker() {
-            self.registry.join_threads();
-        } else {
-            // Not joined here (a detaching pool, or dropped on one of its
-            // own workers): detach the threads now rather than when the
-            // registry goes. A pool built with `use_current_thread` never
-            // frees its registry (the adopted thread's worker state holds
-            // it for the rest of the process), and handles kept there
-            // would keep every exited worker's stack mapped for good.
-            self.registry.detach_threads();
-        }
+        shutdown::shut_down(&self.registry, Wait::AsBuilt);
     }
 }
 

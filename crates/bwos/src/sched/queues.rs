@@ -41,7 +41,7 @@ pub(crate) const QUEUE_BLOCKS: usize = 32;
 /// Jobs per block. A block move costs the owner one atomic operation and
 /// some bookkeeping; fork/join oscillates around its current depth, so a
 /// small block makes the owner cross block boundaries often (8: one push
-/// or pop in nine). Thieves do not depend on blocks filling up: hungry
+/// or pop in nine). Thieves do not depend on blocks filling up: idle
 /// workers make the owner share its block (see "Sharing the owner's
 /// block" in `worker.rs`).
 pub(crate) const QUEUE_BLOCK_SIZE: usize = 32;

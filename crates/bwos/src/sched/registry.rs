@@ -1,15 +1,16 @@
 //! The registry: what the workers of one pool share. Their stealers and
-//! thread handles, the injectors for work from outside (jobs, FIFO jobs,
-//! broadcasts, tasks), the sleep and BWS state, the counters, the driver
-//! slot, and the count that decides when the pool shuts down; and the
-//! queue operations on them (inject, schedule a task, wake a sleeper).
-//! The front ends build on these: detached `spawn` is `scope/spawn.rs`'s,
-//! a task's scheduling `task/executor.rs`'s.
+//! thread handles, the injectors for work from outside (jobs, tasks), the
+//! per-worker spawn-FIFO and broadcast queues, the sleepers and BWS state,
+//! the counters, the driver slot, the timers, the blocking pool's state,
+//! the panic handler, and the shutdown state; and the operations on that
+//! state alone (inject, take, notify and unpark a sleeper, read the
+//! stats). It does not know which worker the calling thread is: queueing
+//! on the calling worker is `inject.rs`'s, parking `idle/park.rs`'s, the
+//! shutdown's steps `shutdown.rs`'s.
 
 use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
-use std::ptr;
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Condvar, Mutex, OnceLock};
 use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
@@ -18,23 +19,20 @@ use crossbeam_deque::Injector;
 use crossbeam_utils::CachePadded;
 
 use super::blocking::BlockingPool;
-use super::context;
 use super::driver::DriverSlot;
-use super::global;
 use super::idle::balance::Balance;
-use super::idle::sleep::Sleep;
-use super::job::{HeapJob, JobRef, StackJob};
-use super::latch::{CoreLatch, ThreadLatch};
+use super::idle::sleep::Sleepers;
+use super::job::JobRef;
+use super::latch::CoreLatch;
 use super::queues::take_oldest;
 use super::stats::{PoolStats, WorkerCounters, WorkerStats};
 use super::steal::WhereWorkersRun;
 use super::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use super::task::pool_tasks::PoolTasks;
 use super::task::raw::Notified;
+use super::time::Timers;
 #[cfg(feature = "test-util")]
 use super::time::auto_advance::AutoAdvance;
-use super::time::{Timers, WakeFor, Watch};
-use super::worker::WorkerThread;
 
 /// The handler of panics in `spawn`ed jobs.
 pub(crate) type PanicHandler = dyn Fn(Box<dyn Any + Send>) + Send + Sync;
@@ -53,7 +51,7 @@ pub(crate) struct RegistryOptions {
     /// Worker 0 is the thread that built the pool, which does not run the
     /// scheduler loop.
     pub(crate) uses_building_thread: bool,
-    /// The blocking pool's bounds (see `blocking.rs`).
+    /// The blocking pool's bounds (see `blocking/mod.rs`).
     pub(crate) max_blocking_threads: usize,
     pub(crate) blocking_keep_alive: Duration,
     /// `ThreadPoolBuilder::stack_size`, which `block_in_place`'s
@@ -73,36 +71,22 @@ pub(crate) struct Registry {
     /// path's one extra load).
     replaced: Box<[AtomicBool]>,
     injector: Injector<JobRef>,
-    /// Per worker: jobs spawned FIFO on it (`spawn_fifo`, `ScopeFifo`),
-    /// oldest first. Each has a trampoline job on the worker's LIFO queue
-    /// that runs the oldest one here, wherever the trampoline is stolen to.
-    fifos: Box<[Injector<JobRef>]>,
+    /// Per worker: its spawn-FIFO queue, the jobs spawned FIFO on it
+    /// (`spawn_fifo`, `ScopeFifo`), oldest first. Each has a trampoline
+    /// job on the worker's job queue that runs the oldest one here,
+    /// wherever the trampoline is stolen to (`inject::push_spawn_fifo`).
+    pub(crate) spawn_fifos: Box<[Injector<JobRef>]>,
     /// Per worker: broadcast jobs only that worker may run.
     broadcasts: Box<[Injector<JobRef>]>,
-    pub(crate) sleep: Sleep,
+    pub(crate) sleepers: Sleepers,
     /// Wake-up credits, heartbeats and the watchdog role (BWS).
     pub(crate) balance: Balance,
     counters: Box<[CachePadded<WorkerCounters>]>,
-    /// `ThreadPool` handles plus unfinished `spawn`ed jobs; the pool shuts
-    /// down when it reaches zero.
-    terminate_count: AtomicUsize,
-    terminate_latches: Box<[CoreLatch]>,
     options: RegistryOptions,
-    handles: Mutex<Vec<JoinHandle<()>>>,
-    /// Whether dropping the last `ThreadPool` handle waits for the threads
-    /// to exit.
-    pub(crate) join_on_drop: bool,
     /// The async side: task queues' stealers, task injector, live tasks.
     pub(crate) tasks: PoolTasks,
-    /// Workers that have not stopped yet; the last to stop closes `tasks`.
-    running_workers: AtomicUsize,
-    /// Whether every worker has stopped (`running_workers` reached zero),
-    /// for `ThreadPool::shutdown_timeout` to wait on with a timeout.
-    workers_gone: Mutex<bool>,
-    workers_gone_signal: Condvar,
-    /// The `ThreadPool` was dropped or shut down: see
-    /// [`Registry::begin_shutdown`].
-    shutdown_begun: AtomicBool,
+    /// What shutting the pool down counts and waits on (`shutdown.rs`).
+    pub(crate) shutdown: Shutdown,
     /// The driver the workers park in (the I/O driver, created by the
     /// pool's first socket; see `driver.rs`).
     pub(crate) driver: DriverSlot,
@@ -112,7 +96,7 @@ pub(crate) struct Registry {
     pub(crate) timers: Timers,
     /// When the paused clock may jump (`time/auto_advance.rs`).
     #[cfg(feature = "test-util")]
-    auto_advance: AutoAdvance,
+    pub(crate) auto_advance: AutoAdvance,
     /// Panics of detached jobs that no handler took
     /// ([`PoolStats::unhandled_panics`]).
     unhandled_panics: AtomicU64,
@@ -122,8 +106,8 @@ pub(crate) struct Registry {
 }
 
 impl Registry {
-    /// A registry for workers with these stealers; the count starts at one
-    /// for the `ThreadPool` being built.
+    /// A registry for workers with these stealers; the pool is held open
+    /// by the `ThreadPool` being built.
     pub(crate) fn new(
         stealers: Vec<lifo::Stealer<JobRef>>,
         task_stealers: Vec<fifo::Stealer<Notified>>,
@@ -137,9 +121,9 @@ impl Registry {
         // worker 0 does not: it runs no scheduler loop, so it would count
         // as searching forever, and producers, trusting a searcher to come
         // by, would never wake a sleeper.
-        let sleep = Sleep::new(n);
+        let sleepers = Sleepers::new(n);
         for _ in 0..n - usize::from(options.uses_building_thread) {
-            sleep.start_searching();
+            sleepers.start_searching();
         }
         Registry {
             stealers: stealers.into(),
@@ -147,21 +131,13 @@ impl Registry {
             replacements: (0..n).map(|_| Mutex::new(None)).collect(),
             replaced: (0..n).map(|_| AtomicBool::new(false)).collect(),
             injector: Injector::new(),
-            fifos: (0..n).map(|_| Injector::new()).collect(),
+            spawn_fifos: (0..n).map(|_| Injector::new()).collect(),
             broadcasts: (0..n).map(|_| Injector::new()).collect(),
-            sleep,
+            sleepers,
             balance: Balance::new(n),
             counters: (0..n).map(|_| CachePadded::default()).collect(),
-            terminate_count: AtomicUsize::new(1),
-            terminate_latches: (0..n).map(|_| CoreLatch::new()).collect(),
-            handles: Mutex::new(Vec::new()),
-            join_on_drop,
             tasks: PoolTasks::new(task_stealers),
-            // The building thread, if it is worker 0, never stops.
-            running_workers: AtomicUsize::new(n - usize::from(options.uses_building_thread)),
-            workers_gone: Mutex::new(n == usize::from(options.uses_building_thread)),
-            workers_gone_signal: Condvar::new(),
-            shutdown_begun: AtomicBool::new(false),
+            shutdown: Shutdown::new(n, options.uses_building_thread, join_on_drop),
             blocking: BlockingPool::new(options.max_blocking_threads, options.blocking_keep_alive),
             timers: Timers::new(),
             #[cfg(feature = "test-util")]
@@ -222,10 +198,6 @@ impl Registry {
         stats
     }
 
-    pub(crate) fn terminate_latch(&self, index: usize) -> &CoreLatch {
-        &self.terminate_latches[index]
-    }
-
     /// Records the calling thread as worker `index`, before it takes work.
     pub(crate) fn register_thread(&self, index: usize) {
         let _ = self.threads[index].set(std::thread::current());
@@ -253,15 +225,6 @@ impl Registry {
         self.options.worker_stack_size
     }
 
-    pub(crate) fn add_handles(&self, handles: Vec<JoinHandle<()>>) {
-        self.lock_handles().extend(handles);
-    }
-
-    fn lock_handles(&self) -> std::sync::MutexGuard<'_, Vec<JoinHandle<()>>> {
-        // A poisoned lock only means a joiner panicked; the list is intact.
-        lock(&self.handles)
-    }
-
     /// Wakes worker `index` if it is parked.
     pub(crate) fn unpark(&self, index: usize) {
         // Before the wake-up: whoever woke it (for work, a latch, a look)
@@ -284,108 +247,6 @@ impl Registry {
         }
     }
 
-    /// Parks sleeping worker `index`: in the pool's driver if it has one
-    /// and nobody else blocks in it, else on the thread's park token; for
-    /// at most the time to the next timer if it watches the timers (see
-    /// `time/mod.rs`). Returns whether it made work for this worker (the
-    /// driver or a timer woke tasks into its queue; see
-    /// `Sleep::sleep_parking_with`); if the driver woke several, a
-    /// sleeping worker is woken to share them.
-    pub(crate) fn park_worker(
-        &self,
-        index: usize,
-        still_asleep: &dyn Fn() -> bool,
-        wake_early: &dyn Fn(),
-    ) -> bool {
-        // A worker that makes work as it sleeps (timers, sockets) stops
-        // counting as idle for the paused clock before it does.
-        #[cfg(feature = "test-util")]
-        let (searching_again, wake_early) = (wake_early, &|| {
-            self.auto_advance.worker_busy(index);
-            wake_early();
-        });
-        if self.fire_due_timers(wake_early) {
-            return true;
-        }
-        let timeout = match self.timers.watch(index) {
-            Watch::Elsewhere => None,
-            Watch::Until(timeout) => timeout,
-        };
-        #[cfg(feature = "test-util")]
-        let timeout = {
-            self.auto_advance.worker_idle(index);
-            // After the mark: a wake-up that came before it did not unmark
-            // this worker, but it ended the sleep.
-            if !still_asleep() {
-                self.auto_advance.worker_busy(index);
-                return false;
-            }
-            if self.timers.clock().is_paused() {
-                if self.try_auto_advance(index, still_asleep, wake_early, searching_again) {
-                    return true;
-                }
-                // Paused time does not pass by itself: sleep until woken
-                // (a new timer, work, an advance, the pool falling idle).
-                None
-            } else {
-                timeout
-            }
-        };
-        // A timer's interrupt writes the driver's eventfd only if the
-        // sleeper already sits in the seat: one that came since `watch` (an
-        // earlier deadline, or the watch assigned to this worker) raised
-        // the interrupt flag, seen here after the seat is taken (the
-        // driver calls this after its SeqCst store and fence), so the
-        // worker does not block in the poll with a stale timeout; the
-        // sleep loop parks it again, and `watch` gives the new deadline.
-        // The watch is left when the sleep ends (`leave_timer_watch`), not
-        // here: across the sleep loop's turns it stays this worker's.
-        // With `test-util`, an unpark that came before the seat was taken
-        // unmarked the worker (`unpark`, under the idleness lock, which the
-        // look here takes after the seat's fence): it looks again too.
-        let undisturbed = || {
-            let undisturbed = still_asleep() && !self.timers.is_interrupted(index);
-            #[cfg(feature = "test-util")]
-            let undisturbed = undisturbed && self.auto_advance.is_idle(index);
-            undisturbed
-        };
-        let parked = self.park_for(index, &undisturbed, wake_early, timeout);
-        #[cfg(feature = "test-util")]
-        self.auto_advance.worker_busy(index);
-        parked || self.fire_due_timers(wake_early)
-    }
-
-    /// Idle worker `index`, about to sleep with the clock paused: if the
-    /// pool has nothing to do, moves the clock to the next deadline and
-    /// fires it (`time/auto_advance.rs`). Returns whether it made work
-    /// for this worker (then it counts as searching again): tasks a ready
-    /// socket woke (a socket ready now holds the clock, as in tokio), or
-    /// the jump's. `wake_early` also unmarks the worker;
-    /// `searching_again` only makes it count as searching (the jump
-    /// unmarks it under the idleness lock).
-    #[cfg(feature = "test-util")]
-    fn try_auto_advance(
-        &self,
-        index: usize,
-        still_asleep: &dyn Fn() -> bool,
-        wake_early: &dyn Fn(),
-        searching_again: &dyn Fn(),
-    ) -> bool {
-        if let Some(driver) = self.driver.get()
-            && let Some(woken) = driver.park(index, still_asleep, wake_early, Some(Duration::ZERO))
-            && woken > 0
-        {
-            return true;
-        }
-        let loop_workers = self.num_threads() - usize::from(self.options.uses_building_thread);
-        let quiet = || {
-            self.sleep.all_asleep(loop_workers)
-                && (0..self.num_threads()).all(|index| !self.has_visible_work(index))
-        };
-        self.auto_advance
-            .try_advance(index, &self.timers, quiet, searching_again)
-    }
-
     /// Work of this pool starts on a thread that is not one of its workers
     /// (a blocking closure queued, a `block_on` poll, a `block_in_place`
     /// closure): the paused clock does not jump until it finishes.
@@ -404,119 +265,26 @@ impl Registry {
         }
     }
 
-    /// The paused clock was resumed: the watcher sleeps without a deadline
-    /// and must take up the next one in real time.
-    #[cfg(feature = "test-util")]
-    pub(crate) fn clock_resumed(&self) {
-        self.wake_for_timer(self.timers.clock_resumed());
-    }
-
-    /// Worker `index`'s sleep ended, for whatever reason: before it runs
-    /// anything, it hands the timers' watch to another sleeping worker if
-    /// it watched and a deadline is pending (see "The watch is handed
-    /// over" in `time/mod.rs`).
-    pub(crate) fn leave_timer_watch(&self, index: usize) {
-        if self.timers.unwatch(index) {
-            self.hand_over_timer_watch(Some(index));
-        }
-    }
-
-    /// Assigns the vacant timers' watch to a sleeping worker other than
-    /// `leaving`, if one sleeps and a deadline is pending, and interrupts
-    /// it so that it sleeps until the deadline.
-    fn hand_over_timer_watch(&self, leaving: Option<usize>) {
-        let n = self.threads.len();
-        let start = leaving.map_or(0, |index| index + 1);
-        let candidates = (0..n)
-            .map(|offset| (start + offset) % n)
-            .filter(|&index| Some(index) != leaving);
-        if let Some(chosen) = self
-            .timers
-            .assign_watch(candidates, |index| self.sleep.is_asleep(index))
-        {
-            self.unpark(chosen);
-        }
-    }
-
-    /// Wakes whom a new or earlier deadline needs woken
-    /// ([`Timers::insert`], [`Timers::reset`]).
-    pub(crate) fn wake_for_timer(&self, wake: WakeFor) {
-        match wake {
-            WakeFor::Nobody => {}
-            WakeFor::Watcher(index) => self.unpark(index),
-            // Nobody sleeps: every worker that falls asleep from now on
-            // looks at the wheel under its lock and sees the deadline; one
-            // that fell asleep before shows in the count (its announcement
-            // came before its `watch`, which the timer's insertion, under
-            // the same lock, followed).
-            WakeFor::VacantWatch if self.sleep.anyone_sleeping() => {
-                self.hand_over_timer_watch(None);
-            }
-            WakeFor::VacantWatch => {}
-        }
-    }
-
-    /// Fires the timers that are due, as a worker about to sleep or just
-    /// woken: it counts as searching first (its wake-ups then go to other
-    /// sleepers), and the tasks the timers wake land in its queue.
-    fn fire_due_timers(&self, wake_early: &dyn Fn()) -> bool {
-        if !self.timers.maybe_due() {
-            return false;
-        }
-        wake_early();
-        self.timers.fire_due();
-        true
-    }
-
-    /// Blocks worker `index` in the driver or on its park token, for at
-    /// most `timeout`; whether the driver woke tasks into its queue.
-    fn park_for(
-        &self,
-        index: usize,
-        still_asleep: &dyn Fn() -> bool,
-        wake_early: &dyn Fn(),
-        timeout: Option<Duration>,
-    ) -> bool {
-        if let Some(driver) = self.driver.get()
-            && let Some(woken) = driver.park(index, still_asleep, wake_early, timeout)
-        {
-            if woken > 1 {
-                // More than this worker's next task: share with a sleeper
-                // (this worker searches again, so producers would not).
-                self.sleep.wake_one(|other| self.unpark(other));
-            }
-            return woken > 0;
-        }
-        match timeout {
-            Some(timeout) => super::sync::park_timeout(timeout),
-            None => super::sync::park(),
-        }
-        false
-    }
-
-    /// Polls the pool's driver without blocking, if it has one and nobody
-    /// else polls it; the tasks it wakes join this worker's queue.
-    pub(crate) fn poll_driver_now(&self) {
-        if let Some(driver) = self.driver.get() {
-            driver.poll_now();
-        }
-        self.timers.fire_if_due();
+    /// Whether worker 0 is the thread that built the pool, which does not
+    /// run the scheduler loop (`ThreadPoolBuilder::use_current_thread`).
+    pub(crate) fn uses_building_thread(&self) -> bool {
+        self.options.uses_building_thread
     }
 
     /// Whether every worker that runs the scheduler loop searches or
-    /// sleeps (a racy snapshot, see `Sleep::all_idle`). A building thread
+    /// sleeps (a racy snapshot, see `Sleepers::all_idle`). A building thread
     /// adopted as worker 0 is left out: between its own waits it runs the
     /// user's code, and like any thread outside the pool it wakes a
     /// sleeper when it makes work.
     pub(crate) fn all_idle(&self) -> bool {
-        self.sleep
-            .all_idle(self.num_threads() - usize::from(self.options.uses_building_thread))
+        self.sleepers
+            .all_idle(self.num_threads() - usize::from(self.uses_building_thread()))
     }
 
     /// Wakes a sleeping worker if nobody searches: called after work
     /// became visible to thieves.
     pub(crate) fn notify_new_work(&self) {
-        self.sleep.notify(|index| self.unpark(index));
+        self.sleepers.notify(|index| self.unpark(index));
     }
 
     /// Queues a job from outside the pool (or from a full local queue).
@@ -539,95 +307,6 @@ impl Registry {
             || self.tasks.has_visible_work()
     }
 
-    /// Queues a woken task: on the calling worker's task queue if it
-    /// belongs to this pool, else in the task injector (waking a sleeper
-    /// if nobody searches). After the pool closed, cancels it.
-    pub(crate) fn schedule_task(&self, task: Notified) {
-        self.with_current_worker(|worker| match worker {
-            Some(worker) => worker.push_task(task),
-            None => self.inject_task(task),
-        });
-    }
-
-    /// Calls `f` with the calling thread's worker if it is one of this
-    /// registry's, else with `None`.
-    #[inline(always)]
-    pub(crate) fn with_current_worker<R>(&self, f: impl FnOnce(Option<&WorkerThread>) -> R) -> R {
-        WorkerThread::with_current(|worker| {
-            f(worker.filter(|worker| ptr::eq(Arc::as_ptr(worker.registry()), self)))
-        })
-    }
-
-    /// A task of this pool completed on the calling thread after its
-    /// group of polls took `ticks` (see `Schedule::long_poll`): the
-    /// worker counts a long poll if that was longer than the threshold.
-    /// Tasks of a pool are polled by its workers (and their replacements)
-    /// only.
-    #[cold]
-    pub(crate) fn long_poll(&self, ticks: u64) {
-        self.with_current_worker(|worker| {
-            if let Some(worker) = worker {
-                worker.poll_completed(ticks);
-            }
-        });
-    }
-
-    /// Calls `f` with the current pool's registry: the calling worker's,
-    /// the one the calling thread entered last (in `block_on`, on a
-    /// blocking thread, with an `EnterGuard`: see `context.rs`; a worker
-    /// that entered another pool is hidden meanwhile), or the global
-    /// pool's.
-    #[inline]
-    pub(crate) fn with_current<R>(f: impl FnOnce(&Arc<Registry>) -> R) -> R {
-        WorkerThread::with_current(|worker| match worker {
-            Some(worker) => f(worker.registry()),
-            None => match context::current() {
-                Some(registry) => f(&registry),
-                None => f(global::registry()),
-            },
-        })
-    }
-
-    /// Calls `f` with the pool the calling thread works for: its worker's,
-    /// or the one it entered (`context.rs`); `None` elsewhere. Unlike
-    /// [`with_current`](Self::with_current) it never falls back to the
-    /// global pool (the paused clock's `pause`, `resume` and `advance`
-    /// need a pool of the caller's, as tokio's need a runtime).
-    #[cfg(feature = "test-util")]
-    pub(crate) fn with_entered<R>(f: impl FnOnce(Option<&Arc<Registry>>) -> R) -> R {
-        WorkerThread::with_current(|worker| match worker {
-            Some(worker) => f(Some(worker.registry())),
-            None => f(context::current().as_ref()),
-        })
-    }
-
-    /// Calls `f` with the timers (and so the clock) of the current pool as
-    /// [`with_current`](Self::with_current) finds it, except that the
-    /// global pool is not started for it: `None` if the calling thread
-    /// works for no pool and the global pool has not started.
-    #[cfg(feature = "test-util")]
-    pub(crate) fn with_clock_of_current<R>(f: impl FnOnce(Option<&Timers>) -> R) -> R {
-        Registry::with_entered(|registry| match registry {
-            Some(registry) => f(Some(&registry.timers)),
-            None => f(global::registry_if_started().map(|registry| &registry.timers)),
-        })
-    }
-
-    /// Queues a task that yielded: as `schedule_task`, but a worker first
-    /// moves a batch of injected tasks to its queue, so that they run
-    /// before the yielder comes round again.
-    pub(crate) fn yield_task(&self, task: Notified) {
-        self.with_current_worker(|worker| match worker {
-            Some(worker) => {
-                if self.tasks.has_injected() {
-                    worker.move_injected_tasks();
-                }
-                worker.push_task(task);
-            }
-            None => self.inject_task(task),
-        });
-    }
-
     /// Queues a task from outside the pool (or from a full task queue).
     pub(crate) fn inject_task(&self, task: Notified) {
         if self.tasks.inject(task) {
@@ -635,155 +314,10 @@ impl Registry {
         }
     }
 
-    /// Worker `index` has stopped and cancelled its queued tasks; the last
-    /// one closes the pool's task side, cancelling every task left.
-    pub(crate) fn worker_stopped(&self) {
-        // AcqRel: the last worker sees what the others did before they
-        // stopped (their queues are empty).
-        if self.running_workers.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.tasks.close();
-            self.blocking.shut_down();
-            if let Some(driver) = self.driver.get() {
-                driver.shut_down();
-            }
-            // Nobody fires them any more: a sleep polled from now on (by a
-            // thread outside the pool) panics instead of waiting forever.
-            self.timers.close();
-            *lock(&self.workers_gone) = true;
-            self.workers_gone_signal.notify_all();
-        }
-    }
-
-    /// The pool's `ThreadPool` is dropped or shut down: drops its count
-    /// (the workers stop once the detached jobs are done) and marks the
-    /// pool as shut down for its `Handle`s. `false` if that happened
-    /// before (nothing is done twice).
-    pub(crate) fn begin_shutdown(&self) -> bool {
-        // Relaxed: the flag only makes the second call a no-op and tells
-        // handles the pool is gone; the count's AcqRel decrement publishes
-        // what the owner did.
-        if self.shutdown_begun.swap(true, Ordering::Relaxed) {
-            return false;
-        }
-        self.decrement_terminate_count();
-        true
-    }
-
-    /// Whether the pool's `ThreadPool` was dropped or shut down.
-    pub(crate) fn is_shut_down(&self) -> bool {
-        // Relaxed: see `begin_shutdown`.
-        self.shutdown_begun.load(Ordering::Relaxed)
-    }
-
-    /// Waits until every worker has stopped (after the count reached zero)
-    /// or `deadline` passed (`None`: no deadline); whether they stopped.
-    pub(crate) fn wait_for_workers(&self, deadline: Option<Instant>) -> bool {
-        let mut gone = lock(&self.workers_gone);
-        while !*gone {
-            let Some(deadline) = deadline else {
-                gone = self
-                    .workers_gone_signal
-                    .wait(gone)
-                    .unwrap_or_else(|poison| poison.into_inner());
-                continue;
-            };
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            gone = self
-                .workers_gone_signal
-                .wait_timeout(gone, left)
-                .unwrap_or_else(|poison| poison.into_inner())
-                .0;
-        }
-        true
-    }
-
-    /// Whether the calling thread runs one of this pool's workers (also
-    /// while another pool it entered hides the worker, see `context.rs`):
-    /// such a thread cannot wait for the workers to stop.
-    pub(crate) fn runs_on_own_worker(&self) -> bool {
-        WorkerThread::with_own(|worker| {
-            worker.is_some_and(|worker| ptr::eq(Arc::as_ptr(worker.registry()), self))
-        })
-    }
-
-    /// Runs `op` on a worker of this pool and returns its result; panics
-    /// propagate to the caller.
-    pub(crate) fn in_worker<OP, R>(self: &Arc<Self>, op: OP) -> R
-    where
-        OP: FnOnce(&WorkerThread) -> R + Send,
-        R: Send,
-    {
-        WorkerThread::with_current(|worker| match worker {
-            Some(worker) if ptr::eq(Arc::as_ptr(worker.registry()), &**self) => op(worker),
-            _ => self.in_worker_injected(op),
-        })
-    }
-
-    /// Injects `op` and waits for it: a thread outside every pool blocks;
-    /// a worker of another pool keeps running its own pool's work
-    /// meanwhile.
-    #[cold]
-    fn in_worker_injected<OP, R>(&self, op: OP) -> R
-    where
-        OP: FnOnce(&WorkerThread) -> R + Send,
-        R: Send,
-    {
-        let job = StackJob::new(ThreadLatch::for_current_thread(), || {
-            // `with_own`: a worker whose thread entered another pool for
-            // good (a leaked `EnterGuard`, see `context.rs`) still runs
-            // its pool's jobs.
-            WorkerThread::with_own(|worker| {
-                op(worker.expect("injected jobs run on workers of their registry"))
-            })
-        });
-        self.inject(job.as_job_ref());
-        job.latch().core().wait();
-        job.into_result().into_value()
-    }
-
-    /// Pushes `job` on the calling worker's queue if it belongs to this
-    /// pool, else injects it.
-    pub(crate) fn push_or_inject(&self, job: JobRef) {
-        self.with_current_worker(|worker| match worker {
-            Some(worker) => worker.push_or_inject(job),
-            None => self.inject(job),
-        });
-    }
-
-    /// Queues `job` so that the jobs queued this way by one worker start
-    /// oldest first: the job goes to the worker's FIFO and a trampoline to
-    /// its LIFO queue; whoever runs a trampoline (the worker or a thief)
-    /// runs the oldest job of that FIFO. There is one FIFO per worker,
-    /// shared by `spawn_fifo` and every `ScopeFifo` (rayon keeps one per
-    /// scope): FIFO order holds among all of them. Outside the pool the
-    /// job is injected, and injected jobs start in order too.
-    pub(crate) fn push_fifo_or_inject(self: &Arc<Self>, job: JobRef) {
-        self.with_current_worker(|worker| match worker {
-            Some(worker) if !worker.is_building_thread() => {
-                let index = worker.index();
-                self.fifos[index].push(job);
-                let registry = Arc::clone(self);
-                let trampoline = HeapJob::into_job_ref(move || {
-                    // One trampoline per FIFO job: the FIFO holds at least
-                    // the job this trampoline was queued for.
-                    if let Some(job) = registry.take_fifo(index) {
-                        // SAFETY: every job in a FIFO is executed exactly
-                        // once, by whoever takes it out; the job (a heap
-                        // job) owns itself until then.
-                        unsafe { job.execute() };
-                    }
-                });
-                worker.push_or_inject(trampoline);
-            }
-            _ => self.inject(job),
-        });
-    }
-
-    fn take_fifo(&self, index: usize) -> Option<JobRef> {
-        take_oldest(&self.fifos[index])
+    /// The oldest job of worker `index`'s spawn-FIFO queue (see
+    /// `inject::push_spawn_fifo`).
+    pub(crate) fn take_spawn_fifo(&self, index: usize) -> Option<JobRef> {
+        take_oldest(&self.spawn_fifos[index])
     }
 
     /// Queues `jobs[i]` for worker `i` alone and wakes the workers that
@@ -798,7 +332,7 @@ impl Registry {
         // the reads of the sleep states in `wake`.
         super::sync::fence(Ordering::SeqCst);
         for index in 0..self.num_threads() {
-            self.sleep.wake(index, |index| self.unpark(index));
+            self.sleepers.wake(index, |index| self.unpark(index));
         }
     }
 
@@ -859,74 +393,49 @@ impl Registry {
         self.unhandled_panics.fetch_add(1, Ordering::Relaxed);
         eprintln!("bwos: a spawned job panicked and {reason}; the pool carries on");
     }
-
-    pub(crate) fn increment_terminate_count(&self) {
-        // Relaxed: the caller holds a count already (a pool handle or a
-        // running spawned job), so the count cannot reach zero meanwhile.
-        self.terminate_count.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Drops one count; the last one tells every worker to stop once it
-    /// runs out of work.
-    pub(crate) fn decrement_terminate_count(&self) {
-        // AcqRel: the last decrement sees everything done under the other
-        // counts before it stops the workers.
-        if self.terminate_count.fetch_sub(1, Ordering::AcqRel) == 1 {
-            for (index, latch) in self.terminate_latches.iter().enumerate() {
-                if latch.set() {
-                    self.unpark(index);
-                }
-            }
-        }
-    }
-
-    /// Drops the worker threads' handles, so that each thread's resources
-    /// are freed when it exits: for a pool whose last handle is dropped
-    /// without joining them (nothing joins them later).
-    pub(crate) fn detach_threads(&self) {
-        drop(std::mem::take(&mut *self.lock_handles()));
-    }
-
-    /// Joins the worker threads (after the count reached zero).
-    pub(crate) fn join_threads(&self) {
-        let handles = std::mem::take(&mut *self.lock_handles());
-        for handle in handles {
-            // Workers abort rather than unwind, so join cannot fail.
-            let _ = handle.join();
-        }
-    }
 }
 
-/// Runs `op` on the calling worker, or, from a thread outside every pool,
-/// on a worker of the pool the thread entered, else of the global pool,
-/// while the caller blocks; `op` learns which (`true`: it was injected). The entry of the
-/// free functions (`join`, `scope`, ...) into the pools, as rayon-core's
-/// `registry::in_worker`.
-#[inline]
-pub(crate) fn in_worker<OP, R>(op: OP) -> R
-where
-    OP: FnOnce(&WorkerThread, bool) -> R + Send,
-    R: Send,
-{
-    WorkerThread::with_current(|worker| match worker {
-        Some(worker) => op(worker, false),
-        None => in_global_pool(op),
-    })
+/// What shutting a pool down keeps; `shutdown.rs` has the steps, which
+/// these fields' documentation numbers.
+pub(crate) struct Shutdown {
+    /// The holds that keep the pool open: its `ThreadPool` and each
+    /// detached job not run yet (step 2).
+    pub(crate) holds: AtomicUsize,
+    /// Per worker: set when the worker is to shut down, which ends its
+    /// scheduler loop (steps 2 and 3).
+    pub(crate) latches: Box<[CoreLatch]>,
+    /// The `ThreadPool` was dropped or shut down (step 1).
+    pub(crate) begun: AtomicBool,
+    /// Workers that have not shut down yet; the last one shuts the pool's
+    /// services down (step 4).
+    pub(crate) running_workers: AtomicUsize,
+    /// Whether every worker has shut down (`running_workers` reached
+    /// zero), for `ThreadPool::shutdown_timeout` to wait on with a timeout
+    /// (step 5).
+    pub(crate) workers_gone: Mutex<bool>,
+    pub(crate) workers_gone_signal: Condvar,
+    /// The worker threads step 5 joins (those the pool started itself).
+    pub(crate) threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Whether dropping the `ThreadPool` joins the threads (step 5).
+    pub(crate) join_on_drop: bool,
 }
 
-/// [`in_worker`] from a thread outside every pool: runs `op` on a worker of
-/// the pool the thread entered (see `context.rs`), else of the global
-/// pool (with `true`: injected), while the caller blocks.
-#[cold]
-#[inline(never)]
-pub(crate) fn in_global_pool<OP, R>(op: OP) -> R
-where
-    OP: FnOnce(&WorkerThread, bool) -> R + Send,
-    R: Send,
-{
-    match context::current() {
-        Some(registry) => registry.in_worker(|worker| op(worker, true)),
-        None => global::registry().in_worker(|worker| op(worker, true)),
+impl Shutdown {
+    /// The shutdown state of a pool of `workers` workers, held open by its
+    /// `ThreadPool`.
+    fn new(workers: usize, uses_building_thread: bool, join_on_drop: bool) -> Self {
+        // The building thread, if it is worker 0, never shuts down.
+        let loop_workers = workers - usize::from(uses_building_thread);
+        Shutdown {
+            holds: AtomicUsize::new(1),
+            latches: (0..workers).map(|_| CoreLatch::new()).collect(),
+            begun: AtomicBool::new(false),
+            running_workers: AtomicUsize::new(loop_workers),
+            workers_gone: Mutex::new(loop_workers == 0),
+            workers_gone_signal: Condvar::new(),
+            threads: Mutex::new(Vec::new()),
+            join_on_drop,
+        }
     }
 }
 

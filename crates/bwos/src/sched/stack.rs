@@ -1,61 +1,21 @@
-//! The stack-limit probe: where a worker's stack ends, and running a
-//! closure on a fresh stack segment when it is nearly used up.
+//! Running a closure on a fresh stack segment when the worker's stack is
+//! nearly used up (where it ends is `stack_limit.rs`'s probe).
 //!
 //! `fork` polls nested futures on the worker's stack (a suspended child is
 //! resumed inside the poll of whoever resumes it), so a deep recursion
 //! of forks may need more stack than the thread has. Each worker keeps the
 //! lowest address a nested poll may reach ([`WorkerThread::stack_limit`]),
-//! set here when the worker starts: one comparison per fork instead of a
+//! set when the worker starts: one comparison per fork instead of a
 //! thread-local lookup in `stacker`.
 
+use super::context;
+use super::inject::in_worker_of;
+use super::stack_limit::{STACK_RED_ZONE, stack_address, stack_limit_here};
 use super::worker::WorkerThread;
-
-/// Stack left before a fork moves to a fresh stack segment.
-const STACK_RED_ZONE: usize = 128 * 1024;
 
 /// The size of a fresh stack segment.
 #[cfg(not(miri))]
 const STACK_SEGMENT: usize = 4 << 20;
-
-/// The stack address below which a fork on the calling thread moves to a
-/// fresh segment; `usize::MAX` where the thread's stack bounds are unknown
-/// (every fork then asks `stacker`), zero under Miri (which cannot switch
-/// stacks).
-pub(crate) fn stack_limit_here() -> usize {
-    if cfg!(miri) {
-        return 0;
-    }
-    match stacker::remaining_stack() {
-        Some(remaining) => stack_address().saturating_sub(remaining) + STACK_RED_ZONE,
-        None => usize::MAX,
-    }
-}
-
-/// Where the stack is now: the stack pointer, read in one instruction
-/// (a local's address through `black_box` cost a stack slot, a store and
-/// four more instructions per fork).
-#[inline(always)]
-#[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), not(miri)))]
-fn stack_address() -> usize {
-    let pointer: usize;
-    // SAFETY: copies the stack pointer into a register: no memory access,
-    // no stack use, no flags changed.
-    unsafe {
-        #[cfg(target_arch = "x86_64")]
-        std::arch::asm!("mov {}, rsp", out(reg) pointer, options(nomem, nostack, preserves_flags));
-        #[cfg(target_arch = "aarch64")]
-        std::arch::asm!("mov {}, sp", out(reg) pointer, options(nomem, nostack, preserves_flags));
-    }
-    pointer
-}
-
-/// Where the stack is now: the address of a local in the caller's frame.
-#[inline(always)]
-#[cfg(not(all(any(target_arch = "x86_64", target_arch = "aarch64"), not(miri))))]
-fn stack_address() -> usize {
-    let marker = 0u8;
-    std::hint::black_box(&raw const marker) as usize
-}
 
 /// Whether the worker's stack is below its limit (see
 /// [`grow_stack_if_needed`]).
@@ -105,10 +65,10 @@ pub(crate) fn with_worker_room<R: Send>(f: impl FnOnce(Option<&WorkerThread>) ->
 #[cold]
 #[inline(never)]
 fn outside_pools<R: Send>(f: impl FnOnce(Option<&WorkerThread>) -> R + Send) -> R {
-    match super::context::current() {
-        Some(registry) => {
-            registry.in_worker(|worker| grow_stack_if_needed(worker, || f(Some(worker))))
-        }
+    match context::current() {
+        Some(registry) => in_worker_of(&registry, |worker| {
+            grow_stack_if_needed(worker, || f(Some(worker)))
+        }),
         None => grow_stack_outside_pools(|| f(None)),
     }
 }

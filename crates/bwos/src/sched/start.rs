@@ -5,149 +5,152 @@
 
 use std::fmt;
 use std::io;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::thread;
 
-use bwos_queue::{fifo, lifo};
+use bwos_queue::{Config, fifo, lifo};
 
-use super::blocking::{DEFAULT_BLOCKING_KEEP_ALIVE, DEFAULT_MAX_BLOCKING_THREADS};
-use super::builder::{DEFAULT_LONG_POLL_THRESHOLD, ThreadPoolBuilder};
 use super::clock;
 use super::error::ThreadPoolBuildError;
+use super::idle::IdleConfig;
+use super::job::AbortOnUnwind;
 use super::pool::ThreadPool;
-use super::queues::{default_queue_config, task_queue_config};
+use super::queues::task_queue_config;
 use super::registry::{Registry, RegistryOptions};
+use super::shutdown;
 use super::steal::topology::{Topology, pin_current_thread};
 use super::steal::{StealConfig, StealPolicy};
-use super::worker::{WorkerSettings, WorkerThread};
+use super::worker::{Started, WorkerSettings, WorkerThread};
 
-impl ThreadPoolBuilder {
-    /// Starts the threads with `spawn`, which returns the handle of a
-    /// thread the pool should join when it is dropped.
-    pub(super) fn build_threads(
-        self,
-        spawn: &mut dyn FnMut(ThreadBuilder) -> io::Result<Option<thread::JoinHandle<()>>>,
-    ) -> Result<ThreadPool, ThreadPoolBuildError> {
-        self.validate()?;
-        let num_threads = self.resolved_num_threads()?;
-        if self.use_current_thread && WorkerThread::with_own(|worker| worker.is_some()) {
-            return Err(ThreadPoolBuildError::CurrentThreadAlreadyInPool);
+/// What [`start`] needs to start a pool: `ThreadPoolBuilder`'s options,
+/// checked, with the defaults filled in.
+pub(crate) struct StartOptions {
+    pub(crate) num_threads: usize,
+    /// Names worker `i`; without it, bwos's own threads are
+    /// `bwos-worker-{i}` (a spawn handler names its threads itself).
+    pub(crate) thread_name: Option<Box<dyn FnMut(usize) -> String>>,
+    pub(crate) queue_config: Config,
+    pub(crate) lazy_queueing: bool,
+    pub(crate) steal: StealConfig,
+    pub(crate) idle: IdleConfig,
+    /// Pin worker `i` to the `i`-th allowed CPU.
+    pub(crate) pin_threads: bool,
+    /// Whether dropping the last `ThreadPool` handle joins the threads.
+    pub(crate) join_on_drop: bool,
+    /// What the registry keeps: the handlers, the blocking pool's bounds,
+    /// the stack size, whether the building thread is worker 0.
+    pub(crate) registry: RegistryOptions,
+}
+
+/// Starts the threads of a pool with `spawn`, which returns the handle of
+/// a thread the pool should join when it is dropped.
+pub(crate) fn start(
+    options: StartOptions,
+    spawn: &mut dyn FnMut(ThreadBuilder) -> io::Result<Option<thread::JoinHandle<()>>>,
+) -> Result<ThreadPool, ThreadPoolBuildError> {
+    let StartOptions {
+        num_threads,
+        thread_name: mut name,
+        queue_config,
+        lazy_queueing,
+        steal,
+        idle,
+        pin_threads,
+        join_on_drop,
+        registry: registry_options,
+    } = options;
+    let use_current_thread = registry_options.uses_building_thread;
+    let stack_size = registry_options.worker_stack_size;
+    if use_current_thread && WorkerThread::with_own(|worker| worker.is_some()) {
+        return Err(ThreadPoolBuildError::CurrentThreadAlreadyInPool);
+    }
+    let (queues, stealers): (Vec<_>, Vec<_>) =
+        (0..num_threads).map(|_| lifo::new(queue_config)).unzip();
+    let settings = WorkerSettings {
+        lazy_queueing,
+        topology: (steal.policy == StealPolicy::Topology).then(|| Arc::new(Topology::detect())),
+        steal,
+        idle,
+        pin_threads,
+    };
+    let (task_queues, task_stealers): (Vec<_>, Vec<_>) = (0..num_threads)
+        .map(|_| fifo::new(task_queue_config()))
+        .unzip();
+    // The poll clock measures its rate from here, before any poll.
+    clock::init();
+    let registry = Arc::new(Registry::new(
+        stealers,
+        task_stealers,
+        registry_options,
+        join_on_drop,
+    ));
+    let started = Arc::new(Started::default());
+    let mut handles = Vec::with_capacity(num_threads);
+    let mut spawned = 0;
+    let mut building_worker = None;
+    for (index, (queue, tasks)) in queues.into_iter().zip(task_queues).enumerate() {
+        if index == 0 && use_current_thread {
+            building_worker = Some((queue, tasks));
+            continue;
         }
-        let idle = self.idle_config(num_threads);
-        let mut name = self.thread_name;
-        let (queues, stealers): (Vec<_>, Vec<_>) = (0..num_threads)
-            .map(|_| lifo::new(self.queue_config.unwrap_or_else(default_queue_config)))
-            .unzip();
-        let settings = WorkerSettings {
-            lazy_queueing: !self.eager_join,
-            topology: (self.steal_policy == StealPolicy::Topology)
-                .then(|| Arc::new(Topology::detect())),
-            steal: StealConfig {
-                policy: self.steal_policy,
-                probabilistic: self.probabilistic_steal,
-                batch: self.steal_batch,
-            },
-            idle,
-            pin_threads: self.pin_threads,
-        };
-        let (task_queues, task_stealers): (Vec<_>, Vec<_>) = (0..num_threads)
-            .map(|_| fifo::new(task_queue_config()))
-            .unzip();
-        let options = RegistryOptions {
-            panic_handler: self.panic_handler,
-            start_handler: self.start_handler,
-            exit_handler: self.exit_handler,
-            breadth_first: self.breadth_first,
-            uses_building_thread: self.use_current_thread,
-            max_blocking_threads: self
-                .max_blocking_threads
-                .unwrap_or(DEFAULT_MAX_BLOCKING_THREADS),
-            blocking_keep_alive: self
-                .blocking_keep_alive
-                .unwrap_or(DEFAULT_BLOCKING_KEEP_ALIVE),
-            worker_stack_size: self.stack_size,
-            long_poll_threshold: self
-                .long_poll_threshold
-                .unwrap_or(DEFAULT_LONG_POLL_THRESHOLD),
-        };
-        // The poll clock measures its rate from here, before any poll.
-        clock::init();
-        let registry = Arc::new(Registry::new(
-            stealers,
-            task_stealers,
-            options,
-            !self.detach_threads_on_drop,
-        ));
-        registry.blocking.set_registry(Arc::downgrade(&registry));
-        let started = Arc::new(Started::default());
-        let mut handles = Vec::with_capacity(num_threads);
-        let mut spawned = 0;
-        let mut building_worker = None;
-        for (index, (queue, tasks)) in queues.into_iter().zip(task_queues).enumerate() {
-            if index == 0 && self.use_current_thread {
-                building_worker = Some((queue, tasks));
-                continue;
-            }
-            let worker_registry = Arc::clone(&registry);
-            let worker_started = Arc::clone(&started);
-            let worker_settings = settings.clone();
-            let thread = ThreadBuilder {
-                index,
-                name: name.as_mut().map(|name| name(index)),
-                stack_size: self.stack_size,
-                body: Box::new(move || {
-                    WorkerThread::main(
-                        worker_registry,
-                        index,
-                        queue,
-                        tasks,
-                        worker_settings,
-                        worker_started,
-                    )
-                }),
-            };
-            match spawn(thread) {
-                Ok(handle) => {
-                    spawned += 1;
-                    handles.extend(handle);
-                }
-                Err(error) => {
-                    // Stop and join the workers started so far.
-                    started.wait_for(spawned);
-                    registry.add_handles(handles);
-                    drop(ThreadPool { registry });
-                    return Err(ThreadPoolBuildError::Spawn(error));
-                }
-            }
-        }
-        started.wait_for(spawned);
-        registry.add_handles(handles);
-        if let Some((queue, tasks)) = building_worker {
-            if settings.pin_threads
-                && let Err(error) = pin_current_thread(0)
-            {
-                started.worker_failed(0, error);
-            } else {
-                WorkerThread::adopt_current_thread(
-                    Arc::clone(&registry),
-                    0,
+        let worker_registry = Arc::clone(&registry);
+        let worker_started = Arc::clone(&started);
+        let worker_settings = settings.clone();
+        let thread = ThreadBuilder {
+            index,
+            name: name.as_mut().map(|name| name(index)),
+            stack_size,
+            body: Box::new(move || {
+                WorkerThread::main(
+                    Arc::clone(&worker_registry),
+                    index,
                     queue,
                     tasks,
-                    settings,
+                    worker_settings,
+                    worker_started,
                 );
+                // The thread is no worker any more: it reports to the
+                // pool's shutdown (step 3 in `shutdown.rs`).
+                let guard = AbortOnUnwind::new("a worker thread's shutdown");
+                shutdown::worker_shut_down(&worker_registry);
+                guard.disarm();
+            }),
+        };
+        match spawn(thread) {
+            Ok(handle) => {
+                spawned += 1;
+                handles.extend(handle);
+            }
+            Err(error) => {
+                // Stop and join the workers started so far.
+                started.wait_for(spawned);
+                shutdown::keep_threads(&registry, handles);
+                drop(ThreadPool { registry });
+                return Err(ThreadPoolBuildError::Spawn(error));
             }
         }
-        let pool = ThreadPool { registry };
-        if let Some((worker, error)) = started.take_failure() {
-            drop(pool);
-            return Err(ThreadPoolBuildError::Pin { worker, error });
-        }
-        Ok(pool)
     }
+    started.wait_for(spawned);
+    shutdown::keep_threads(&registry, handles);
+    if let Some((queue, tasks)) = building_worker {
+        if settings.pin_threads
+            && let Err(error) = pin_current_thread(0)
+        {
+            started.worker_failed(0, error);
+        } else {
+            WorkerThread::adopt_current_thread(Arc::clone(&registry), 0, queue, tasks, settings);
+        }
+    }
+    let pool = ThreadPool { registry };
+    if let Some((worker, error)) = started.take_failure() {
+        drop(pool);
+        return Err(ThreadPoolBuildError::Pin { worker, error });
+    }
+    Ok(pool)
 }
 
 /// A worker thread to start, as a spawn handler gets it
-/// ([`ThreadPoolBuilder::build_with_spawn_handler`]): the handler starts a
+/// ([`ThreadPoolBuilder::build_with_spawn_handler`](crate::ThreadPoolBuilder::build_with_spawn_handler)): the handler starts a
 /// thread that calls [`run`](Self::run).
 pub struct ThreadBuilder {
     index: usize,
@@ -162,13 +165,13 @@ impl ThreadBuilder {
         self.index
     }
 
-    /// The name [`ThreadPoolBuilder::thread_name`] gives this worker, if
+    /// The name [`ThreadPoolBuilder::thread_name`](crate::ThreadPoolBuilder::thread_name) gives this worker, if
     /// it was called.
     pub fn name(&self) -> Option<&str> {
         self.name.as_deref()
     }
 
-    /// The stack size [`ThreadPoolBuilder::stack_size`] asks for, if it
+    /// The stack size [`ThreadPoolBuilder::stack_size`](crate::ThreadPoolBuilder::stack_size) asks for, if it
     /// was called (bwos's own threads otherwise get the main thread's
     /// stack size; a handler decides for itself).
     pub fn stack_size(&self) -> Option<usize> {
@@ -191,61 +194,12 @@ impl fmt::Debug for ThreadBuilder {
     }
 }
 
-/// Counts the workers that registered their thread handle, so that the
-/// pool is returned only when every worker can be woken.
-#[derive(Default)]
-pub(crate) struct Started {
-    state: Mutex<StartState>,
-    all: Condvar,
-}
-
-#[derive(Default)]
-struct StartState {
-    count: usize,
-    /// The first worker that could not be set up as asked (pinning).
-    failure: Option<(usize, io::Error)>,
-}
-
-impl Started {
-    pub(crate) fn worker_started(&self) {
-        self.lock().count += 1;
-        self.all.notify_all();
-    }
-
-    /// Worker `index` could not be set up as configured; `build` stops the
-    /// pool and returns the error.
-    pub(crate) fn worker_failed(&self, index: usize, error: io::Error) {
-        self.lock().failure.get_or_insert((index, error));
-    }
-
-    fn take_failure(&self) -> Option<(usize, io::Error)> {
-        self.lock().failure.take()
-    }
-
-    fn wait_for(&self, workers: usize) {
-        let mut state = self.lock();
-        while state.count < workers {
-            state = self
-                .all
-                .wait(state)
-                .unwrap_or_else(|poison| poison.into_inner());
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, StartState> {
-        // Nothing panics while holding this lock.
-        self.state
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
-    }
-}
-
 /// The default worker stack size: the main thread's, that is the soft
 /// `RLIMIT_STACK`, clamped to 2..=64 MiB (an unlimited limit gives 64 MiB).
 /// `None` (std's choice) when `RUST_MIN_STACK` is set or the limit cannot
 /// be read.
 #[cfg(unix)]
-pub(super) fn main_thread_stack_size() -> Option<usize> {
+pub(crate) fn main_thread_stack_size() -> Option<usize> {
     const MIN: usize = 2 << 20;
     const MAX: usize = 64 << 20;
     // Miri does not model `getrlimit`: std's default there.
@@ -270,6 +224,6 @@ pub(super) fn main_thread_stack_size() -> Option<usize> {
 /// The default worker stack size where there is no `RLIMIT_STACK`: std's
 /// choice (2 MiB, or `RUST_MIN_STACK`).
 #[cfg(not(unix))]
-pub(super) fn main_thread_stack_size() -> Option<usize> {
+pub(crate) fn main_thread_stack_size() -> Option<usize> {
     None
 }

@@ -33,7 +33,7 @@
 //! wait. A single task spawned or woken by the running one stays on this
 //! worker (tokio's LIFO slot keeps one too), so a chain of tasks that each
 //! spawn the next does not bounce between workers (sharing at every spawn
-//! made `bwos-bench async`'s chained_spawn 2.5x slower). The owner's next
+//! made chained spawns much slower: `docs/benchmarks.md`). The owner's next
 //! pop takes a shared block back (two read-modify-writes, only after a
 //! share). A batch of tasks stolen into the consumer block, or moved
 //! there from the injector, is shared at once, idle workers or not: the
@@ -48,22 +48,22 @@
 //! moves the whole worker to another thread.
 //!
 //! # Backing off
-//! While a worker is hungry and the jobs offered last are still queued, an
+//! While a worker is idle and the jobs offered last are still queued, an
 //! offer cannot share, and every `join` would find that out again: reading
-//! the hunger word, which idle workers change at each start and end of a
-//! search (a cache miss each time), and the offered block's steal word.
-//! With more workers than cores, some worker is always idle and that cost
-//! was 35% of fib's run time on 8 workers over 2 cores. So after an offer
-//! that could not share the worker skips the next 1, 3, 7, ... up to
-//! [`MAX_OFFER_BACKOFF`] offers without looking, and starts again from
-//! zero once an offer shares. The delay this adds is counted in `join`s,
-//! so it scales with the grain: fine-grained work skips a few hundred
-//! nanoseconds; coarse-grained work rarely finds its last offer still
-//! pending at the next `join`, since an awake thief takes it in about a
-//! microsecond.
+//! the idle hint, a word that idle workers change at each start and end
+//! of a search (a cache miss each time), and the offered block's steal
+//! word. With more workers than cores, some worker is always idle and that
+//! cost was a large part of fib's run time (`docs/benchmarks.md`). So
+//! after an offer that could not share the worker skips the next 1, 3, 7,
+//! ... up to [`MAX_OFFER_BACKOFF`] offers without looking, and starts
+//! again from zero once an offer shares. The delay this adds is counted in
+//! `join`s, so it scales with the grain: fine-grained work skips a few
+//! hundred nanoseconds; coarse-grained work rarely finds its last offer
+//! still pending at the next `join`, since an awake thief takes it in
+//! about a microsecond.
 //!
 //! # One job in sight
-//! A worker that became hungry after the owner's last `join` would see the
+//! A worker that became idle after the owner's last `join` would see the
 //! owner's private jobs only at its next `join` or spawn, and a job that
 //! waits for another one of the same queue (a `join` whose `a` waits for
 //! `b` to start, spawned jobs meeting at a barrier) would wait forever
@@ -80,13 +80,14 @@
 //! private blocks does not promise (rayon does not promise it either).
 
 use std::cell::Cell;
+use std::io;
 use std::ptr;
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
 use bwos_queue::{fifo, lifo};
 
-use super::current::Yield;
+use super::idle::park;
 use super::idle::sleep::IdleHint;
 use super::idle::{Idle, IdleConfig, IdlePolicy, IdleWorker};
 use super::job::{AbortOnUnwind, JobRef};
@@ -97,7 +98,6 @@ use super::queues::{
     TASK_SLICE,
 };
 use super::registry::Registry;
-use super::start::Started;
 use super::stats::WorkerCounters;
 use super::steal::topology::{Topology, current_cpu, pin_current_thread};
 use super::steal::{StealConfig, StealPolicy, Victims};
@@ -111,7 +111,7 @@ use super::task::raw::Notified;
 /// stack grows by at most this many computations.
 const MAX_SERVING_DEPTH: u8 = 3;
 
-/// The most calls of `offer_if_hungry` skipped after offers that could not
+/// The most calls of `offer_to_idle` skipped after offers that could not
 /// share (see "Backing off" in the module docs).
 const MAX_OFFER_BACKOFF: u32 = 63;
 
@@ -130,6 +130,16 @@ thread_local! {
     static HIDDEN: Cell<*const WorkerThread> = const { Cell::new(ptr::null()) };
 }
 
+/// What [`yield_now`](crate::yield_now) or [`yield_local`](crate::yield_local)
+/// did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Yield {
+    /// It ran one job.
+    Executed,
+    /// It found no job to run.
+    Idle,
+}
+
 /// How the builder configured the workers of a pool.
 #[derive(Clone)]
 pub(crate) struct WorkerSettings {
@@ -144,9 +154,9 @@ pub(crate) struct WorkerSettings {
 
 /// The state of one worker thread; lives on that thread's stack.
 pub(crate) struct WorkerThread {
-    pub(super) queue: lifo::Worker<JobRef>,
+    queue: lifo::Worker<JobRef>,
     /// Runnable async tasks, oldest first (`task/pool_tasks.rs`).
-    pub(super) tasks: fifo::Worker<Notified>,
+    tasks: fifo::Worker<Notified>,
     /// Tasks taken so far, for the injector interval.
     task_ticks: Cell<u32>,
     /// Jobs left to run before the next look at the clock (see "Ready
@@ -168,7 +178,7 @@ pub(crate) struct WorkerThread {
     /// How this worker times its task polls (`long_polls.rs`).
     poll_timing: PollTiming,
     index: usize,
-    pub(super) registry: Arc<Registry>,
+    registry: Arc<Registry>,
     /// This worker's counters in `registry` (which this worker keeps
     /// alive), reached without a lookup: a task poll and a job each count
     /// through it.
@@ -178,7 +188,7 @@ pub(crate) struct WorkerThread {
     idle_hint: IdleHint,
     /// The pool's real idle hint when lazy queueing is off
     /// (`ThreadPoolBuilder::lazy_queueing(false)`), else `None`. Without
-    /// lazy queueing `idle_hint` always reads "hungry", so that every
+    /// lazy queueing `idle_hint` always reads "idle", so that every
     /// `join` calls the cold [`offer`](Self::offer), which queues `b` and
     /// consults this. That keeps the option off the default fast path.
     real_hint_without_lazy_queueing: Option<IdleHint>,
@@ -186,7 +196,7 @@ pub(crate) struct WorkerThread {
     /// Whether to publish the heartbeat and CPU between jobs (for
     /// topology-aware stealing and yielding to a preempted victim).
     publish_cpu: bool,
-    /// Calls of [`offer_if_hungry`](Self::offer_if_hungry) left to skip.
+    /// Calls of [`offer_to_idle`](Self::offer_to_idle) left to skip.
     offer_skip: Cell<u32>,
     /// The current skip length: doubles (plus one) with every offer in a
     /// row that could not share, up to [`MAX_OFFER_BACKOFF`].
@@ -196,7 +206,7 @@ pub(crate) struct WorkerThread {
     full_queue_skip: Cell<u32>,
     /// The lowest stack address `fork` lets a nested poll reach before it
     /// moves to a fresh stack segment (`fork/mod.rs`): one comparison per
-    /// fork instead of a thread-local lookup (see `stack::stack_limit_here`
+    /// fork instead of a thread-local lookup (see `stack_limit::stack_limit_here`
     /// for the values it takes where the stack bounds are unknown).
     #[cfg(feature = "fork")]
     stack_limit: Cell<usize>,
@@ -208,10 +218,12 @@ pub(crate) struct WorkerThread {
 
 impl WorkerThread {
     /// Calls `f` with the worker running on the calling thread, or `None`
-    /// outside pools. Every front end finds its worker this way.
+    /// outside pools: the safe form of [`current_ptr`](Self::current_ptr),
+    /// the one way to find the calling worker. Every front end finds its
+    /// worker this way (`join` reads the pointer itself).
     #[inline]
     pub(crate) fn with_current<R>(f: impl FnOnce(Option<&WorkerThread>) -> R) -> R {
-        let worker = CURRENT.with(Cell::get);
+        let worker = Self::current_ptr();
         // SAFETY: `CURRENT` is non-null only while the thread runs pool
         // work: `main` sets it after building the worker on its own stack
         // and clears it before the worker goes, and an adopted building
@@ -220,9 +232,22 @@ impl WorkerThread {
         f(unsafe { worker.as_ref() })
     }
 
-    /// The worker running on the calling thread, or null: for `join`
-    /// alone, whose recursion the closure of [`with_current`] costs an
-    /// instruction per call (callgrind, fib(25)).
+    /// [`with_current`](Self::with_current), narrowed to the workers of
+    /// `registry`: `None` on a worker of another pool.
+    #[inline(always)]
+    pub(crate) fn with_current_in<R>(
+        registry: &Registry,
+        f: impl FnOnce(Option<&WorkerThread>) -> R,
+    ) -> R {
+        Self::with_current(|worker| {
+            f(worker.filter(|worker| ptr::eq(Arc::as_ptr(&worker.registry), registry)))
+        })
+    }
+
+    /// The worker running on the calling thread, or null: the lookup
+    /// itself. `join` uses it directly, since the closure of
+    /// [`with_current`] costs its recursion an instruction per call
+    /// (`docs/benchmarks.md`).
     ///
     /// [`with_current`]: Self::with_current
     #[inline(always)]
@@ -381,7 +406,7 @@ impl WorkerThread {
             // shared or taken back (see "One job in sight").
             self.show_oldest();
         } else {
-            self.offer_if_hungry();
+            self.offer_to_idle();
         }
         true
     }
@@ -389,11 +414,11 @@ impl WorkerThread {
     /// Shares the private jobs if the block granted last holds none a
     /// thief could take, so that a non-empty queue always shows thieves a
     /// job (see "One job in sight" in the module docs); wakes a sleeper if
-    /// some worker is hungry.
+    /// some worker is idle.
     ///
     /// Out of line: `push` is inlined into every `join`, and a recursion
-    /// that carries this body in its own frame ran 20% slower (fib on one
-    /// worker), though the call is rare.
+    /// that carries this body in its own frame ran slower, though the call
+    /// is rare (`docs/benchmarks.md`).
     #[inline(never)]
     fn show_oldest(&self) {
         if self.queue.granted_pending() || !self.queue.share() {
@@ -402,6 +427,16 @@ impl WorkerThread {
         if self.real_idle_hint().anyone_idle() {
             self.beat();
             self.registry.notify_new_work();
+        }
+    }
+
+    /// The other workers' queues as this worker's steal round sees them.
+    #[inline(always)]
+    fn steal_view(&self) -> StealView<'_> {
+        StealView {
+            registry: &self.registry,
+            jobs: &self.queue,
+            tasks: &self.tasks,
         }
     }
 
@@ -427,12 +462,12 @@ impl WorkerThread {
         self.queue.private_len()
     }
 
-    /// If some worker is hungry, offers it the private jobs
+    /// If some worker is idle, offers it the private jobs
     /// ([`offer`](Self::offer)); returns whether they were shared. After an
     /// offer that could not share, the next few calls return `false`
     /// without looking (see "Backing off" in the module docs).
     #[inline]
-    pub(crate) fn offer_if_hungry(&self) -> bool {
+    pub(crate) fn offer_to_idle(&self) -> bool {
         if !self.idle_hint.anyone_idle() {
             return false;
         }
@@ -457,7 +492,7 @@ impl WorkerThread {
         }
     }
 
-    /// Called when some worker is hungry: opens the worker's private jobs
+    /// Called when some worker is idle: opens the worker's private jobs
     /// to thieves and wakes a sleeper if nobody is searching. Returns
     /// whether it shared.
     ///
@@ -467,21 +502,21 @@ impl WorkerThread {
     /// costing a block move, a takeover and a fence.
     ///
     /// Without lazy queueing it always returns `true` (queue `b`), and
-    /// shares only if a worker really is hungry.
+    /// shares only if a worker really is idle.
     #[cold]
     pub(crate) fn offer(&self) -> bool {
         match self.real_hint_without_lazy_queueing {
-            None => self.share_with_hungry(),
+            None => self.share_with_idle(),
             Some(real_hint) => {
                 if real_hint.anyone_idle() {
-                    self.share_with_hungry();
+                    self.share_with_idle();
                 }
                 true
             }
         }
     }
 
-    fn share_with_hungry(&self) -> bool {
+    fn share_with_idle(&self) -> bool {
         if self.queue.granted_pending() || !self.queue.share() {
             return false;
         }
@@ -505,9 +540,9 @@ impl WorkerThread {
     /// loop of spawns outruns them): after a push that found it full, the
     /// next [`FULL_QUEUE_SKIP`] jobs go to the injector without trying.
     /// Each try walks the owner's slow path up to the block it cannot
-    /// reuse and reads that block's counter, which thieves write: 65
-    /// instructions and often a cache miss per spawn, a seventh of what an
-    /// overflowing spawn cost (callgrind, `examples/scope_spawns.rs`).
+    /// reuse and reads that block's counter, which thieves write: dozens
+    /// of instructions and often a cache miss per spawn
+    /// (`docs/benchmarks.md`).
     #[inline]
     pub(crate) fn push_or_inject(&self, job: JobRef) {
         let skip = self.full_queue_skip.get();
@@ -569,7 +604,7 @@ impl WorkerThread {
     /// then injected) until none is left or `until` has passed.
     fn serve_tasks_between_jobs(&self, until: Instant) {
         self.serving_depth.set(self.serving_depth.get() + 1);
-        self.registry.poll_driver_now();
+        park::poll_driver_now(&self.registry);
         while let Some(task) = self
             .take_local_task()
             .or_else(|| self.take_injected_tasks())
@@ -592,6 +627,20 @@ impl WorkerThread {
         self.serving_depth.set(self.serving_depth.get() - 1);
     }
 
+    /// A task of `registry`'s pool completed on the calling thread after
+    /// its group of polls took `ticks` (see `Schedule::long_poll`): the
+    /// calling worker counts a long poll if that was longer than the
+    /// threshold. Tasks of a pool are polled by its workers (and their
+    /// replacements) only.
+    #[cold]
+    pub(crate) fn count_long_poll(registry: &Registry, ticks: u64) {
+        Self::with_current_in(registry, |worker| {
+            if let Some(worker) = worker {
+                worker.poll_completed(ticks);
+            }
+        });
+    }
+
     /// A task's poll completed it after its group of polls took `ticks`
     /// (`long_polls::poll_completing`): counts a long poll if that was
     /// longer than the threshold.
@@ -607,12 +656,12 @@ impl WorkerThread {
     }
 
     /// Queues a woken task at the back of this worker's task queue (the
-    /// injector's when it is full) and, if some worker is hungry, makes
+    /// injector's when it is full) and, if some worker is idle, makes
     /// sure one is awake to steal it.
     ///
     /// Inlined into the wake-ups (yield, schedule) with the idle case out
-    /// of line: out of line as a whole it cost 2% more instructions on a
-    /// task spawn/wake loop (callgrind, `bwos-bench/examples/spawn_wake.rs`).
+    /// of line: out of line as a whole it cost instructions on every
+    /// wake-up (`docs/benchmarks.md`).
     #[inline(always)]
     pub(crate) fn push_task(&self, task: Notified) {
         if let Err(task) = self.tasks.push(task) {
@@ -709,8 +758,8 @@ impl WorkerThread {
     ///
     /// Inlined into the scheduler loop, with the every-61st-task look out
     /// of line: the look at the driver and the timers made the function
-    /// too big to inline, which cost 2% more instructions on a task
-    /// spawn/wake loop (callgrind, `bwos-bench/examples/spawn_wake.rs`).
+    /// too big to inline, which cost instructions on every task taken
+    /// (`docs/benchmarks.md`).
     #[inline(always)]
     fn take_local_task(&self) -> Option<Notified> {
         let ticks = self.task_ticks.get().wrapping_add(1);
@@ -729,7 +778,7 @@ impl WorkerThread {
     #[cold]
     #[inline(never)]
     fn look_outside(&self) -> Option<Notified> {
-        self.registry.poll_driver_now();
+        park::poll_driver_now(&self.registry);
         if self.registry.tasks.has_injected() {
             return self.take_injected_tasks();
         }
@@ -773,7 +822,7 @@ impl WorkerThread {
     ///
     /// Always inlined: each caller's `idle` is then a constant, and the
     /// scheduler loop keeps the body in its own frame (out of line it cost
-    /// 3% more instructions on a task spawn/wake loop, callgrind).
+    /// instructions on every turn of the loop: `docs/benchmarks.md`).
     #[inline(always)]
     fn find_work(&self, mut idle: Option<&mut Idle>) -> Option<JobRef> {
         if let Some(job) = self.take_local() {
@@ -794,13 +843,13 @@ impl WorkerThread {
         if let Some(idle) = idle.as_deref_mut() {
             idle.start_round(self.idle_worker());
         }
-        let stolen = self
-            .victims
-            .steal(self.index, &StealView(self), &*self.registry, |victim| {
-                if let Some(idle) = idle.as_deref_mut() {
-                    idle.failed_attempt(self.idle_worker(), victim);
-                }
-            });
+        let stolen =
+            self.victims
+                .steal(self.index, &self.steal_view(), &*self.registry, |victim| {
+                    if let Some(idle) = idle.as_deref_mut() {
+                        idle.failed_attempt(self.idle_worker(), victim);
+                    }
+                });
         if let Some(job) = stolen {
             if let Some(idle) = idle {
                 idle.stole(self.idle_worker());
@@ -820,9 +869,8 @@ impl WorkerThread {
     ///
     /// A loop of spawns overflows its worker's queue into the injector;
     /// taking those one at a time cost the other worker a failed steal
-    /// round and a contended take per job, a third of a tiny job's cost
-    /// (`bwos-bench small --workload spawn-1us`: 1.40x the serial loop
-    /// with single takes).
+    /// round and a contended take per job, a large share of a tiny job's
+    /// cost (`docs/benchmarks.md`).
     fn take_injected_jobs(&self) -> Option<JobRef> {
         let first = self.registry.take_injected()?;
         let mut batch = [None; INJECTOR_BATCH];
@@ -905,7 +953,9 @@ impl WorkerThread {
         idle.work_found(self.idle_worker());
     }
 
-    /// The body of worker thread `index`.
+    /// The body of worker thread `index`: it works until the pool shuts
+    /// down (step 3 in `shutdown.rs`; the thread then reports with
+    /// `shutdown::worker_shut_down`, see `start.rs`).
     pub(crate) fn main(
         registry: Arc<Registry>,
         index: usize,
@@ -931,12 +981,12 @@ impl WorkerThread {
         drop(started);
         worker.registry.thread_started(index);
         worker.run_until(
-            worker.registry.terminate_latch(index),
+            &worker.registry.shutdown.latches[index],
             Idle::at_start(worker.idle_worker()),
         );
         debug_assert!(
             worker.queue.is_empty(),
-            "a terminated worker left jobs behind"
+            "a worker that shut down left jobs behind"
         );
         // This worker may have been the timers' watcher (`time/mod.rs`),
         // and a worker that fell asleep while it watched sleeps without a
@@ -945,7 +995,7 @@ impl WorkerThread {
         // every timer: wake one, which takes the watch when it sleeps again.
         worker
             .registry
-            .sleep
+            .sleepers
             .wake_one(|other| worker.registry.unpark(other));
         // Tasks do not keep the pool alive: cancel the queued ones. A
         // cancelled future's destructor may wake other tasks; they come
@@ -957,7 +1007,6 @@ impl WorkerThread {
         worker.counters().stop_busy(worker.registry.epoch());
         CURRENT.with(|current| current.set(ptr::null()));
         Self::forget_hidden();
-        worker.registry.worker_stopped();
         guard.disarm();
     }
 
@@ -988,7 +1037,9 @@ impl WorkerThread {
         let guard = AbortOnUnwind::new("a replacement worker's scheduler loop");
         CURRENT.with(|current| current.set(self));
         #[cfg(feature = "fork")]
-        let own_stack_limit = self.stack_limit.replace(super::stack::stack_limit_here());
+        let own_stack_limit = self
+            .stack_limit
+            .replace(super::stack_limit::stack_limit_here());
         self.registry.register_replacement(self.index);
         // Not `Idle::at_start`: the worker's own thread left it while
         // running (it did not count as searching), and so does this one.
@@ -1032,11 +1083,11 @@ impl WorkerThread {
         settings: WorkerSettings,
         building_thread: bool,
     ) -> Self {
-        let real_hint = registry.sleep.hint();
+        let real_hint = registry.sleepers.hint();
         let (idle_hint, real_hint_without_lazy_queueing) = if settings.lazy_queueing {
             (real_hint, None)
         } else {
-            (IdleHint::always_hungry(), Some(real_hint))
+            (IdleHint::always_idle(), Some(real_hint))
         };
         let counters: *const WorkerCounters = registry.counters(index);
         WorkerThread {
@@ -1066,8 +1117,60 @@ impl WorkerThread {
             offer_backoff: Cell::new(0),
             full_queue_skip: Cell::new(0),
             #[cfg(feature = "fork")]
-            stack_limit: Cell::new(super::stack::stack_limit_here()),
+            stack_limit: Cell::new(super::stack_limit::stack_limit_here()),
             building_thread,
         }
+    }
+}
+
+/// Counts the workers that registered their thread handle, so that the
+/// pool is returned only when every worker can be woken.
+#[derive(Default)]
+pub(crate) struct Started {
+    state: Mutex<StartState>,
+    all: Condvar,
+}
+
+#[derive(Default)]
+struct StartState {
+    count: usize,
+    /// The first worker that could not be set up as asked (pinning).
+    failure: Option<(usize, io::Error)>,
+}
+
+impl Started {
+    /// The calling worker registered its thread: it can be woken.
+    pub(crate) fn worker_started(&self) {
+        self.lock().count += 1;
+        self.all.notify_all();
+    }
+
+    /// Worker `index` could not be set up as configured; `build` stops the
+    /// pool and returns the error.
+    pub(crate) fn worker_failed(&self, index: usize, error: io::Error) {
+        self.lock().failure.get_or_insert((index, error));
+    }
+
+    /// The first worker that could not be set up, and why.
+    pub(crate) fn take_failure(&self) -> Option<(usize, io::Error)> {
+        self.lock().failure.take()
+    }
+
+    /// Waits until `workers` workers have started.
+    pub(crate) fn wait_for(&self, workers: usize) {
+        let mut state = self.lock();
+        while state.count < workers {
+            state = self
+                .all
+                .wait(state)
+                .unwrap_or_else(|poison| poison.into_inner());
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, StartState> {
+        // Nothing panics while holding this lock.
+        self.state
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
     }
 }

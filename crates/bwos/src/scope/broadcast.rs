@@ -15,10 +15,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::spawn::detached_job;
+use crate::sched::current::with_current_pool;
 use crate::sched::job::{HeapJob, JobRef};
-use crate::sched::latch::{Latch, WaiterLatch};
+use crate::sched::latch::Latch;
 use crate::sched::pool::ThreadPool;
 use crate::sched::registry::Registry;
+use crate::sched::wait::WaiterLatch;
 
 /// Which worker a broadcast closure runs on.
 pub struct BroadcastContext<'a> {
@@ -73,7 +75,7 @@ where
     OP: Fn(BroadcastContext<'_>) -> R + Sync,
     R: Send,
 {
-    Registry::with_current(|registry| broadcast_in(registry, op))
+    with_current_pool(|registry| broadcast_in(registry, op))
 }
 
 /// Runs `op` once on every worker of the current pool, detached: as
@@ -93,7 +95,7 @@ pub fn spawn_broadcast<OP>(op: OP)
 where
     OP: Fn(BroadcastContext<'_>) + Send + Sync + 'static,
 {
-    Registry::with_current(|registry| spawn_broadcast_in(registry, op));
+    with_current_pool(|registry| spawn_broadcast_in(registry, op));
 }
 
 impl ThreadPool {

@@ -19,10 +19,13 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 
 use counter::NowaCounter;
 
+use crate::sched::current::{in_worker, with_current_pool};
+use crate::sched::inject;
 use crate::sched::job::{AbortOnUnwind, HeapJob, JobRef};
-use crate::sched::latch::{Latch, WaiterLatch};
+use crate::sched::latch::Latch;
 use crate::sched::pool::ThreadPool;
-use crate::sched::registry::{Registry, in_worker};
+use crate::sched::registry::Registry;
+use crate::sched::wait::WaiterLatch;
 use crate::sched::worker::WorkerThread;
 use broadcast::BroadcastContext;
 
@@ -105,7 +108,7 @@ pub fn in_place_scope<'scope, OP, R>(op: OP) -> R
 where
     OP: FnOnce(&Scope<'scope>) -> R,
 {
-    Registry::with_current(|registry| in_place_scope_in(registry, op))
+    with_current_pool(|registry| in_place_scope_in(registry, op))
 }
 
 /// [`in_place_scope`] in the pool of `registry`.
@@ -205,7 +208,9 @@ impl<'scope> Scope<'scope> {
     fn new(registry: &Arc<Registry>) -> Self {
         Scope {
             registry: Arc::clone(registry),
-            owner: registry.with_current_worker(|worker| worker.map_or(ptr::null(), ptr::from_ref)),
+            owner: WorkerThread::with_current_in(registry, |worker| {
+                worker.map_or(ptr::null(), ptr::from_ref)
+            }),
             counter: NowaCounter::new(),
             latch: WaiterLatch::for_current_thread(registry),
             panic: AtomicPtr::new(ptr::null_mut()),
@@ -312,7 +317,7 @@ impl<'scope> Scope<'scope> {
     }
 
     /// Counts `job` in the scope and queues it: LIFO on the owner's queue
-    /// or FIFO (see `Registry::push_fifo_or_inject`).
+    /// or FIFO (see `inject::push_spawn_fifo`).
     fn queue(&self, job: JobRef, fifo: bool) {
         WorkerThread::with_current(|current| {
             let owner = current.filter(|current| ptr::eq(*current, self.owner));
@@ -321,9 +326,9 @@ impl<'scope> Scope<'scope> {
                 None => self.counter.spawn_elsewhere(),
             }
             match owner {
-                _ if fifo => self.registry.push_fifo_or_inject(job),
+                _ if fifo => inject::push_spawn_fifo(&self.registry, job),
                 Some(owner) => owner.push_or_inject(job),
-                None => self.registry.push_or_inject(job),
+                None => inject::push_or_inject(&self.registry, job),
             }
         });
     }

@@ -6,9 +6,13 @@
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 
+use crate::sched::current::with_current_pool;
+use crate::sched::inject;
 use crate::sched::job::{HeapJob, JobRef};
 use crate::sched::pool::ThreadPool;
 use crate::sched::registry::Registry;
+use crate::sched::shutdown;
+use crate::sched::worker::WorkerThread;
 
 /// Runs `func` on the current pool (the calling worker's, else the entered
 /// pool, else the global pool),
@@ -30,7 +34,7 @@ pub fn spawn<F>(func: F)
 where
     F: FnOnce() + Send + 'static,
 {
-    Registry::with_current(|registry| spawn_in(registry, func));
+    with_current_pool(|registry| spawn_in(registry, func));
 }
 
 /// Like [`spawn`], but the jobs one worker spawns this way start in the
@@ -46,7 +50,7 @@ pub fn spawn_fifo<F>(func: F)
 where
     F: FnOnce() + Send + 'static,
 {
-    Registry::with_current(|registry| spawn_fifo_in(registry, func));
+    with_current_pool(|registry| spawn_fifo_in(registry, func));
 }
 
 impl ThreadPool {
@@ -76,7 +80,7 @@ where
 {
     let job = detached_job(registry, func);
     if registry.breadth_first() {
-        registry.push_fifo_or_inject(job);
+        inject::push_spawn_fifo(registry, job);
     } else {
         push_detached(registry, job);
     }
@@ -84,13 +88,13 @@ where
 
 /// [`spawn_fifo`] on `registry`'s pool: jobs spawned FIFO by the same
 /// worker start in the order they were spawned (see
-/// `Registry::push_fifo_or_inject`).
+/// `inject::push_spawn_fifo`).
 fn spawn_fifo_in<F>(registry: &Arc<Registry>, func: F)
 where
     F: FnOnce() + Send + 'static,
 {
     let job = detached_job(registry, func);
-    registry.push_fifo_or_inject(job);
+    inject::push_spawn_fifo(registry, job);
 }
 
 /// `func` as a job that holds a count of `registry`'s pool until it has
@@ -99,13 +103,13 @@ pub(crate) fn detached_job<F>(registry: &Arc<Registry>, func: F) -> JobRef
 where
     F: FnOnce() + Send + 'static,
 {
-    registry.increment_terminate_count();
+    shutdown::hold(registry);
     let registry = Arc::clone(registry);
     HeapJob::into_job_ref(move || {
         if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(func)) {
             registry.handle_panic(payload);
         }
-        registry.decrement_terminate_count();
+        shutdown::release(&registry);
     })
 }
 
@@ -114,7 +118,7 @@ where
 /// would keep it private while it does other things: it injects it
 /// instead.
 fn push_detached(registry: &Registry, job: JobRef) {
-    registry.with_current_worker(|worker| match worker {
+    WorkerThread::with_current_in(registry, |worker| match worker {
         Some(worker) if !worker.is_building_thread() => worker.push_or_inject(job),
         _ => registry.inject(job),
     });

@@ -24,8 +24,12 @@ use std::task::{Context, Poll, Wake, Waker};
 
 use crate::sched::context;
 use crate::sched::coop;
-use crate::sched::latch::{Latch, ThreadLatch};
+use crate::sched::current::with_current_pool;
+use crate::sched::latch::Latch;
 use crate::sched::registry::Registry;
+use crate::sched::wait::ThreadLatch;
+#[cfg(feature = "test-util")]
+use crate::sched::worker::WorkerThread;
 
 /// Runs `future` to completion on the calling thread and returns its
 /// output. Tasks, timers and sockets it creates belong to the current pool
@@ -48,7 +52,7 @@ use crate::sched::registry::Registry;
 /// assert_eq!(total, 8);
 /// ```
 pub fn block_on<F: Future>(future: F) -> F::Output {
-    Registry::with_current(|registry| block_on_in(registry, future))
+    with_current_pool(|registry| block_on_in(registry, future))
 }
 
 /// [`block_on`] for `registry`'s pool.
@@ -122,9 +126,8 @@ impl Signal {
         #[cfg(not(feature = "test-util"))]
         let _ = registry;
         #[cfg(feature = "test-util")]
-        let presence = registry
-            .with_current_worker(|worker| worker.is_none())
-            .then(|| {
+        let presence =
+            WorkerThread::with_current_in(registry, |worker| worker.is_none()).then(|| {
                 registry.outside_work_started();
                 Presence {
                     registry: Arc::clone(registry),

@@ -7,6 +7,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use crate::sched::blocking;
+use crate::sched::current::with_current_pool;
 use crate::sched::handle::Handle;
 use crate::sched::pool::ThreadPool;
 use crate::sched::registry::Registry;
@@ -45,7 +47,7 @@ where
     F: FnOnce() -> R + Send + 'static,
     R: Send + 'static,
 {
-    Registry::with_current(|registry| spawn_blocking_in(registry, f))
+    with_current_pool(|registry| spawn_blocking_in(registry, f))
 }
 
 impl ThreadPool {
@@ -92,7 +94,7 @@ where
         BlockingTask(Some(f)),
         BlockingScheduler(Arc::clone(registry)),
     );
-    registry.blocking.push(entry);
+    blocking::threads::push(registry, entry);
     handle
 }
 
@@ -117,7 +119,7 @@ where
         // Before the output is published (by the task cell, after this
         // poll): the thread is counted as coming back before the waiter
         // can push its next closures.
-        crate::sched::blocking::closure_returned();
+        blocking::closure_returned();
         Poll::Ready(output)
     }
 }
@@ -129,7 +131,7 @@ struct BlockingScheduler(Arc<Registry>);
 
 impl Schedule for BlockingScheduler {
     fn schedule(&self, task: Notified) {
-        self.0.blocking.push(task);
+        blocking::threads::push(&self.0, task);
     }
 }
 

@@ -1,28 +1,30 @@
 //! The task front end's side of the executor: a pool's task is queued
-//! through its pool's registry when woken ([`PoolScheduler`] implements
+//! into its pool when woken (`sched/inject.rs`) ([`PoolScheduler`] implements
 //! the core's [`Schedule`]), and [`spawn_in`] makes a task of a pool. The
 //! queues, the injector, fairness and shutdown are the core's: see
 //! `sched/task/pool_tasks.rs` and `sched/queues.rs`.
 
 use std::sync::Arc;
 
+use crate::sched::inject;
 use crate::sched::registry::Registry;
 use crate::sched::task::raw::{self, JoinHandle, Notified, Schedule, TaskRef};
+use crate::sched::worker::WorkerThread;
 
 /// What a pool's task holds to be queued when woken: its pool.
 pub(crate) struct PoolScheduler(Arc<Registry>);
 
 impl Schedule for PoolScheduler {
     fn schedule(&self, task: Notified) {
-        self.0.schedule_task(task);
+        inject::schedule_task(&self.0, task);
     }
 
     fn yield_task(&self, task: Notified) {
-        self.0.yield_task(task);
+        inject::yield_task(&self.0, task);
     }
 
     fn long_poll(&self, ticks: u64) {
-        self.0.long_poll(ticks);
+        WorkerThread::count_long_poll(&self.0, ticks);
     }
 
     fn release(&self, task: TaskRef) {
@@ -38,7 +40,7 @@ where
 {
     let (entry, handle) = raw::spawn(future, PoolScheduler(Arc::clone(registry)));
     if registry.tasks.insert(&entry) {
-        registry.schedule_task(entry);
+        inject::schedule_task(registry, entry);
     } else {
         entry.cancel();
     }

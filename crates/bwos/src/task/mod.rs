@@ -70,9 +70,10 @@ pub use blocking::spawn_blocking;
 pub use coop::{Unconstrained, consume_budget, unconstrained};
 pub use join_set::JoinSet;
 
+use crate::sched::current::with_current_pool;
 use crate::sched::handle::Handle;
 use crate::sched::pool::ThreadPool;
-use crate::sched::registry::Registry;
+use crate::sched::shutdown;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -102,7 +103,7 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    Registry::with_current(|registry| executor::spawn_in(registry, future))
+    with_current_pool(|registry| executor::spawn_in(registry, future))
 }
 
 /// Yields to the other tasks of the worker: the calling task goes to the
@@ -233,7 +234,7 @@ impl Handle {
     /// panics.
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
         assert!(
-            !self.registry.is_shut_down(),
+            !shutdown::is_shut_down(&self.registry),
             "bwos: Handle::block_on on a pool that has shut down (its ThreadPool was dropped \
              or shut down): nothing would run its tasks or fire its timers"
         );

@@ -5,7 +5,7 @@ use std::ops::{Add, AddAssign, Sub, SubAssign};
 use std::time::Duration;
 
 #[cfg(feature = "test-util")]
-use crate::sched::registry::Registry;
+use crate::sched::current::with_clock_of_current_pool;
 
 /// A point in time, as [`std::time::Instant`], read from the current
 /// pool's clock: tokio's `time::Instant`.
@@ -50,7 +50,7 @@ impl Instant {
         }
         #[cfg(feature = "test-util")]
         {
-            Instant(Registry::with_clock_of_current(|timers| match timers {
+            Instant(with_clock_of_current_pool(|timers| match timers {
                 Some(timers) => timers.now(),
                 None => std::time::Instant::now(),
             }))

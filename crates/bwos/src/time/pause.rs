@@ -4,13 +4,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::sched::current::with_current_pool_if_any;
+use crate::sched::idle::park;
 use crate::sched::registry::Registry;
 
 /// Calls `f` with the pool the calling thread works for, or panics with a
 /// message naming `function`.
 #[track_caller]
 fn with_pool<R>(function: &str, f: impl FnOnce(&Arc<Registry>) -> R) -> R {
-    Registry::with_entered(|registry| match registry {
+    with_current_pool_if_any(|registry| match registry {
         Some(registry) => f(registry),
         None => panic!(
             "bwos::time::{function}() was called outside a bwos pool: call it from a task, \
@@ -92,7 +94,7 @@ pub fn resume() {
         if let Err(error) = registry.timers.clock().resume() {
             panic!("bwos::time::resume(): {error}");
         }
-        registry.clock_resumed();
+        park::clock_resumed(registry);
     });
 }
 

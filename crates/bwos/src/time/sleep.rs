@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use super::Instant;
 use crate::sched::coop;
+use crate::sched::current::with_current_pool;
+use crate::sched::idle::park;
 use crate::sched::registry::Registry;
 use crate::sched::time::{Registered, TimerKey};
 
@@ -23,7 +25,7 @@ use crate::sched::time::{Registered, TimerKey};
 /// assert!(start.elapsed() >= Duration::from_millis(10));
 /// ```
 pub fn sleep(duration: Duration) -> Sleep {
-    let registry = Registry::with_current(Arc::clone);
+    let registry = with_current_pool(Arc::clone);
     let now = Instant::from_std(registry.timers.now());
     Sleep::new(registry, super::deadline_after(now, duration))
 }
@@ -31,7 +33,7 @@ pub fn sleep(duration: Duration) -> Sleep {
 /// Waits until `deadline` (at once if it has passed). It takes a
 /// [`bwos::time::Instant`](Instant) or a `std::time::Instant`.
 pub fn sleep_until(deadline: impl Into<Instant>) -> Sleep {
-    Sleep::new(Registry::with_current(Arc::clone), deadline.into())
+    Sleep::new(with_current_pool(Arc::clone), deadline.into())
 }
 
 /// The future of [`sleep`] and [`sleep_until`]. It holds a timer of the
@@ -78,7 +80,7 @@ impl Sleep {
         this.elapsed = false;
         if let Some(timer) = this.timer {
             let wake = this.registry.timers.reset(timer, deadline.into_std());
-            this.registry.wake_for_timer(wake);
+            park::wake_for_timer(&this.registry, wake);
         }
     }
 
@@ -109,7 +111,7 @@ impl Sleep {
     /// If the pool shut down before the deadline: nobody would ever end
     /// the sleep (tokio panics there too).
     fn fired(&mut self) -> Poll<()> {
-        if self.now() < self.deadline && self.registry.timers.is_closed() {
+        if self.now() < self.deadline && self.registry.timers.is_shut_down() {
             panic!(
                 "bwos: a timer (time::sleep, timeout, interval) of a pool that has shut down \
                  was polled before its deadline: nothing would ever end it. Its pool's \
@@ -135,7 +137,7 @@ impl Sleep {
             None => {
                 let inserted = timers.insert(self.deadline.into_std(), cx.waker());
                 self.timer = Some(inserted.key);
-                self.registry.wake_for_timer(inserted.wake);
+                park::wake_for_timer(&self.registry, inserted.wake);
                 match inserted.registered {
                     Registered::Pending => Poll::Pending,
                     // A worker processed past the deadline since the

@@ -93,6 +93,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use bwos_queue::{Config, Steal, lifo};
 use crossbeam_utils::CachePadded;
 
+use crate::sched::current::with_current_pool;
+use crate::sched::inject::in_worker_of;
 use crate::sched::pool::ThreadPool;
 use crate::sched::registry::Registry;
 use crate::sched::steal::{StealBatch, VictimQueues};
@@ -141,7 +143,7 @@ where
     T: Send,
     F: Fn(T, &Sink<'_, T>) + Sync,
 {
-    Registry::with_current(|registry| run_in(registry, seeds, f));
+    with_current_pool(|registry| run_in(registry, seeds, f));
 }
 
 /// [`run`] on `registry`'s pool: on the calling worker if it belongs to
@@ -154,7 +156,7 @@ pub(crate) fn run_in<T, F>(
     T: Send,
     F: Fn(T, &Sink<'_, T>) + Sync,
 {
-    let not_on_a_worker = registry.with_current_worker(|worker| match worker {
+    let not_on_a_worker = WorkerThread::with_current_in(registry, |worker| match worker {
         Some(worker) => {
             run_in_worker(worker, seeds, &f);
             None
@@ -166,7 +168,7 @@ pub(crate) fn run_in<T, F>(
     };
     let seeds: Vec<T> = seeds.into_iter().collect();
     let f = &f;
-    registry.in_worker(move |worker| run_in_worker(worker, seeds, f));
+    in_worker_of(registry, move |worker| run_in_worker(worker, seeds, f));
 }
 
 fn run_in_worker<T, F>(worker: &WorkerThread, seeds: impl IntoIterator<Item = T>, f: &F)
@@ -519,7 +521,7 @@ where
             if self.shared.is_stopped() {
                 return;
             }
-            // `with_own`: see `Registry::in_worker_injected`.
+            // `with_own`: see `inject::in_worker_injected`.
             WorkerThread::with_own(|worker| {
                 let worker = worker.expect("scope jobs run on workers of the scope's pool");
                 self.participate(worker, scope, None::<Vec<T>>);

@@ -14,10 +14,12 @@
 //! `JoinHandle`, its `JoinError` on a panic and its abort before it starts
 //! are the task cell's.
 //!
-//! Where a closure goes and how threads wait and exit: `queue.rs`.
+//! Where a closure goes and how threads wait and exit: `queue.rs`; how an
+//! entry is queued and a thread started and run, inside its pool's
+//! context: `threads.rs`. This file holds the state the registry keeps.
 //!
 //! # Shutdown
-//! When the pool's last worker stops, [`BlockingPool::shut_down`] cancels
+//! When the pool's last worker stops, [`threads::shut_down`] cancels
 //! the entries that have not started (their handles report cancellation)
 //! and tells idle threads to exit; closures already running finish on
 //! their threads, which then exit. Dropping a pool does not wait for them
@@ -25,17 +27,16 @@
 //! them up to its timeout (`BlockingQueue::wait_for_threads`).
 
 pub(crate) mod queue;
+pub(crate) mod threads;
 
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
-use super::context;
-use super::registry::Registry;
 use super::task::raw::Notified;
 pub(crate) use queue::BlockingGauges;
-use queue::{BlockingQueue, Pushed, Waiter};
+use queue::{BlockingQueue, Waiter};
 
 thread_local! {
     /// On a blocking thread: its pool's queue and its identity there,
@@ -72,10 +73,6 @@ pub(crate) struct BlockingPool {
 struct Shared {
     queue: BlockingQueue<Notified>,
     keep_alive: Duration,
-    /// The pool the threads belong to: what `Registry::with_current` means
-    /// while they run a closure. Set once the registry exists; weak,
-    /// because the registry owns this pool.
-    registry: OnceLock<Weak<Registry>>,
     /// Numbers the threads' names.
     next_thread: std::sync::atomic::AtomicUsize,
 }
@@ -86,56 +83,9 @@ impl BlockingPool {
             shared: Arc::new(Shared {
                 queue: BlockingQueue::new(max_threads),
                 keep_alive,
-                registry: OnceLock::new(),
                 next_thread: std::sync::atomic::AtomicUsize::new(0),
             }),
         }
-    }
-
-    /// Tells the pool which registry owns it (once, after the registry is
-    /// built).
-    pub(crate) fn set_registry(&self, registry: Weak<Registry>) {
-        let _ = self.shared.registry.set(registry);
-    }
-
-    /// Queues `task` for a blocking thread: an idle one, a new one if
-    /// fewer than the maximum run, else the next one to finish. After
-    /// shutdown, or if no thread runs and the OS refuses to start one, the
-    /// task is cancelled (its handle reports it), never lost.
-    pub(crate) fn push(&self, task: Notified) {
-        self.shared.entry_queued();
-        match self.shared.queue.push(task) {
-            Pushed::Queued => {}
-            Pushed::Refused(task) => self.shared.cancel(task),
-            Pushed::StartThread => {
-                // Relaxed: only numbers the names.
-                let number = self
-                    .shared
-                    .next_thread
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let shared = Arc::clone(&self.shared);
-                let started = std::thread::Builder::new()
-                    .name(format!("bwos-blocking-{number}"))
-                    .spawn(move || shared.run());
-                if started.is_err() {
-                    // Nobody will take them if no thread is left: cancel
-                    // rather than lose them.
-                    let orphans = self.shared.queue.start_failed();
-                    orphans
-                        .into_iter()
-                        .for_each(|task| self.shared.cancel(task));
-                }
-            }
-        }
-    }
-
-    /// Cancels the entries not started yet and lets the threads exit once
-    /// they are done (see "Shutdown").
-    pub(crate) fn shut_down(&self) {
-        let orphans = self.shared.queue.shut_down();
-        orphans
-            .into_iter()
-            .for_each(|task| self.shared.cancel(task));
     }
 
     /// The threads' and queue's gauges now, for `PoolStats`.
@@ -149,7 +99,7 @@ impl BlockingPool {
         self.shared.queue.threads()
     }
 
-    /// After [`shut_down`](Self::shut_down): waits until every blocking
+    /// After [`threads::shut_down`]: waits until every blocking
     /// thread has finished its closure and left, but the calling thread if
     /// it is one of them, or until `deadline` (`None`: no deadline).
     /// Whether they left.
@@ -164,54 +114,6 @@ impl BlockingPool {
         self.shared
             .queue
             .wait_for_threads(usize::from(own), deadline)
-    }
-}
-
-impl Shared {
-    /// A blocking thread's body: run entries until idle for `keep_alive`
-    /// or shut down.
-    fn run(self: Arc<Self>) {
-        #[cfg(feature = "tokio-compat")]
-        let _tokio = super::tokio_compat::enter();
-        let waiter = Rc::new(self.queue.waiter());
-        THIS_THREAD.with(|this| *this.borrow_mut() = Some((Arc::clone(&self), Rc::clone(&waiter))));
-        while let Some(task) = self.queue.next(&waiter, self.keep_alive) {
-            // Panics are caught by the task cell (the handle gets a
-            // `JoinError`), so the thread survives its closures. The
-            // closure's tasks, timers and joins go to this pool.
-            match self.registry.get().and_then(Weak::upgrade) {
-                Some(registry) => {
-                    context::enter(&registry, || task.run());
-                    // After the run: its handle's waiter has been woken.
-                    #[cfg(feature = "test-util")]
-                    registry.outside_work_finished();
-                }
-                None => task.run(),
-            }
-        }
-        THIS_THREAD.with(|this| this.borrow_mut().take());
-    }
-}
-
-impl Shared {
-    /// An entry was queued: for the paused clock it is the pool's work
-    /// running outside its workers until it has run or been cancelled
-    /// (tokio does not advance a paused clock while a blocking closure is
-    /// in flight).
-    fn entry_queued(&self) {
-        #[cfg(feature = "test-util")]
-        if let Some(registry) = self.registry.get().and_then(Weak::upgrade) {
-            registry.outside_work_started();
-        }
-    }
-
-    /// Cancels an entry that will never run (its handle reports it).
-    fn cancel(&self, task: Notified) {
-        task.cancel();
-        #[cfg(feature = "test-util")]
-        if let Some(registry) = self.registry.get().and_then(Weak::upgrade) {
-            registry.outside_work_finished();
-        }
     }
 }
 

@@ -16,7 +16,7 @@ use std::cell::Cell;
 
 use crossbeam_utils::CachePadded;
 
-use super::sleep::Sleep;
+use super::sleep::Sleepers;
 use crate::sched::sync::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// The watchdog word when no worker holds the role.
@@ -183,7 +183,7 @@ impl Balance {
     /// wakes; with nobody asleep it gives the role up. `unpark(i)` unparks
     /// worker `i`. Returns how many it woke (0 if `me` is not the
     /// watchdog).
-    pub(crate) fn hand_off(&self, me: usize, sleep: &Sleep, unpark: impl Fn(usize)) -> u32 {
+    pub(crate) fn hand_off(&self, me: usize, sleepers: &Sleepers, unpark: impl Fn(usize)) -> u32 {
         if !self.is_watchdog(me) {
             return 0;
         }
@@ -193,7 +193,7 @@ impl Balance {
             if !self.take_credit(me) {
                 break;
             }
-            let found = sleep.wake_one(|index| {
+            let found = sleepers.wake_one(|index| {
                 if !appointed.replace(true) {
                     self.appoint(me, Some(index));
                 }

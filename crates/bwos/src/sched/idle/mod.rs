@@ -28,11 +28,10 @@
 //!   bumps a heartbeat between jobs and publishes the CPU it last ran on.
 //!   A thief that finds the same busy victim twice in a row with the same
 //!   heartbeat, last seen on the thief's own CPU, concludes that the
-//!   victim waits for this CPU and yields it (`sched_yield`). Measured by
-//!   `bwos-bench corun` (2-core VM, 5 repetitions) it fired 8 times in a
-//!   whole fib + tree co-run (0 times in a later one) and changed neither
-//!   fairness nor throughput beyond the noise, so it is off by default
-//!   (`ThreadPoolBuilder::yield_to_victim` turns it on).
+//!   victim waits for this CPU and yields it (`sched_yield`). It rarely
+//!   fired in `bwos-bench corun` and changed neither fairness nor
+//!   throughput beyond the noise (`docs/benchmarks.md`), so it is off by
+//!   default (`ThreadPoolBuilder::yield_to_victim` turns it on).
 //!
 //! # No lost wake-up
 //! None of the above is needed for correctness. Any sleep goes through
@@ -48,6 +47,7 @@
 
 pub(crate) mod balance;
 pub(crate) mod driver_seat;
+pub(crate) mod park;
 pub(crate) mod sleep;
 
 use crate::sched::latch::CoreLatch;
@@ -166,9 +166,9 @@ pub(crate) fn default_sleep_threshold(policy: IdlePolicy, workers: usize) -> u32
 /// Rounds spent spinning before `Park` starts yielding.
 const SPIN_ROUNDS: u32 = 10;
 /// The longest pause between two looks while spinning: `2^4` spin-loop
-/// hints, a quarter of a microsecond on the machines measured, so that a
-/// hungry worker reacts to shared work while a fine-grained job is still
-/// worth splitting.
+/// hints (a fraction of a microsecond on the machines measured, see
+/// `docs/benchmarks.md`), so that an idle worker reacts to shared work
+/// while a fine-grained job is still worth splitting.
 const MAX_SPIN_SHIFT: u32 = 4;
 
 /// The worker an [`Idle`] runs for, as much of it as the idle policies
@@ -237,7 +237,7 @@ impl Idle {
         if !self.searching {
             let registry = worker.registry;
             registry.balance.set_busy(worker.index, false);
-            registry.sleep.start_searching();
+            registry.sleepers.start_searching();
             self.searching = true;
         }
     }
@@ -273,8 +273,10 @@ impl Idle {
                 self.last_busy = Some((victim, observed.heartbeat));
             }
         } else if balance.credits(me) > 0
-            && registry.sleep.is_asleep(victim)
-            && registry.sleep.wake(victim, |index| registry.unpark(index))
+            && registry.sleepers.is_asleep(victim)
+            && registry
+                .sleepers
+                .wake(victim, |index| registry.unpark(index))
             && balance.take_credit(me)
         {
             worker.counters().credits_spent(1);
@@ -292,7 +294,7 @@ impl Idle {
         let (balance, me) = (&registry.balance, worker.index);
         balance.earn(me, 2);
         worker.counters().credits_earned(2);
-        let woken = balance.hand_off(me, &registry.sleep, |index| registry.unpark(index));
+        let woken = balance.hand_off(me, &registry.sleepers, |index| registry.unpark(index));
         worker.counters().credits_spent(u64::from(woken));
     }
 
@@ -367,19 +369,21 @@ impl Idle {
         let registry = worker.registry;
         // The clock is read here, around a park, for the worker's busy
         // time (`stats.rs`), never on the way to a job or a poll.
-        let outcome = registry.sleep.sleep_parking_with(
+        let outcome = registry.sleepers.sleep_parking_with(
             worker.index,
             latch,
             || registry.has_visible_work(worker.index),
             || worker.counters().fell_asleep(registry.epoch()),
-            |still_asleep, wake_early| registry.park_worker(worker.index, still_asleep, wake_early),
+            |still_asleep, wake_early| {
+                park::park_worker(registry, worker.index, still_asleep, wake_early)
+            },
         );
         if outcome != SleepOutcome::DidNotPark {
             worker.counters().awake(registry.epoch());
         }
         // Before the worker runs anything: if it watched the timers (or
         // was just handed the watch), another sleeper takes the watch.
-        registry.leave_timer_watch(worker.index);
+        park::leave_timer_watch(registry, worker.index);
         if outcome == SleepOutcome::Woken {
             worker.counters().wakeup();
         }
@@ -392,7 +396,7 @@ impl Idle {
     pub(crate) fn work_found(&mut self, worker: IdleWorker<'_>) {
         if self.searching {
             let registry = worker.registry;
-            registry.sleep.stop_searching();
+            registry.sleepers.stop_searching();
             registry.balance.set_busy(worker.index, true);
             self.searching = false;
         }

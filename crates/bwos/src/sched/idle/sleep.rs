@@ -1,11 +1,12 @@
-//! Who is searching for work, who sleeps, and waking sleepers without
-//! losing a wake-up.
+//! [`Sleepers`]: which idle workers search for work and which sleep, and
+//! waking sleepers without losing a wake-up.
 //!
-//! One word counts the workers that search (spin or yield looking for
-//! work) and those that sleep (parked). Producers of work read it: a local
-//! push reads it with a plain load to learn whether anybody is hungry (the
-//! owner then shares its private block), and whoever makes work visible
-//! wakes a sleeper when nobody searches.
+//! An idle worker (the scheduler's one word for a worker without work)
+//! either searches (spins or yields, looking for work) or sleeps (parked).
+//! One word counts both. Producers of work read it: a local push reads it
+//! with a plain load to learn whether any worker is idle (the owner then
+//! shares its private block), and whoever makes work visible wakes a
+//! sleeper when nobody searches.
 //!
 //! A worker falls asleep in three steps: announce (its state becomes
 //! `ASLEEP` and it moves from the searching to the sleeping count, a SeqCst
@@ -20,8 +21,8 @@ use crossbeam_utils::CachePadded;
 
 use crate::sched::latch::CoreLatch;
 
-/// How a call to [`Sleep::sleep_parking_with`] (or the loom models'
-/// `Sleep::sleep`) ended.
+/// How a call to [`Sleepers::sleep_parking_with`] (or the loom models'
+/// `Sleepers::sleep`) ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum SleepOutcome {
     /// The latch was set, the final look found work, or a waker came
@@ -55,24 +56,24 @@ const ASLEEP: u8 = 1;
 pub(crate) struct IdleHint(*const AtomicU64);
 
 impl IdleHint {
-    /// A hint that always says some worker is hungry: pools without lazy
+    /// A hint that always says some worker is idle: pools without lazy
     /// queueing give it to their workers, so every `join` takes the cold
     /// path that queues `b`.
     #[cfg(not(bwos_loom))]
-    pub(crate) fn always_hungry() -> IdleHint {
+    pub(crate) fn always_idle() -> IdleHint {
         /// Never written: one searcher, forever.
-        static ALWAYS_HUNGRY: AtomicU64 = AtomicU64::new(SEARCHER);
-        IdleHint(&ALWAYS_HUNGRY)
+        static ALWAYS_IDLE: AtomicU64 = AtomicU64::new(SEARCHER);
+        IdleHint(&ALWAYS_IDLE)
     }
 
     /// Whether any worker searches or sleeps: the push fast path's one
     /// extra load.
     ///
-    /// The `Sleep` this hint came from must be alive (workers hold its
+    /// The `Sleepers` this hint came from must be alive (workers hold its
     /// registry).
     #[inline]
     pub(crate) fn anyone_idle(self) -> bool {
-        // SAFETY: the hint's owner keeps the `Sleep` alive (see above).
+        // SAFETY: the hint's owner keeps the `Sleepers` alive (see above).
         let counts = unsafe { &*self.0 };
         // Relaxed: a hint about whether to share work; the decision to
         // wake a sleeper is taken again after a fence (`notify`).
@@ -80,8 +81,8 @@ impl IdleHint {
     }
 }
 
-/// The pool's sleep state.
-pub(crate) struct Sleep {
+/// The pool's idle workers: how many search, how many sleep, and which.
+pub(crate) struct Sleepers {
     /// Searching workers in the low half, sleeping ones in the high half.
     counts: CachePadded<AtomicU64>,
     /// Per worker: `ASLEEP` from its announcement until it or a waker
@@ -91,9 +92,9 @@ pub(crate) struct Sleep {
     next_wake: AtomicUsize,
 }
 
-impl Sleep {
+impl Sleepers {
     pub(crate) fn new(num_workers: usize) -> Self {
-        Sleep {
+        Sleepers {
             counts: CachePadded::new(AtomicU64::new(0)),
             states: (0..num_workers)
                 .map(|_| CachePadded::new(AtomicU8::new(AWAKE)))
@@ -114,7 +115,7 @@ impl Sleep {
     }
 
     /// Whether any worker has announced that it sleeps (a racy snapshot:
-    /// `Registry::wake_for_timer` says why its use there loses nothing).
+    /// `park::wake_for_timer` says why its use there loses nothing).
     pub(crate) fn anyone_sleeping(&self) -> bool {
         // Relaxed: see above; the caller's decision relies on a lock, not
         // on this load's ordering.

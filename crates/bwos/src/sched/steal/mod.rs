@@ -1,4 +1,4 @@
-//! Victim selection: which other worker a hungry worker steals from, and
+//! Victim selection: which other worker an idle worker steals from, and
 //! how much it takes.
 //!
 //! The selectors are those of the BWoS paper (section 6.2.3), chosen with
@@ -40,7 +40,7 @@ pub(crate) trait VictimQueues {
     fn steal(&self, victim: usize, batch: StealBatch) -> Steal<Self::Item>;
 }
 
-/// How a hungry worker picks the first victim of a steal round. Whatever
+/// How an idle worker picks the first victim of a steal round. Whatever
 /// it picks, the round then tries every other worker once before it
 /// counts as failed.
 ///

@@ -114,7 +114,7 @@ impl PoolTasks {
 
     /// Called by the last worker to stop: cancels every task of the pool,
     /// now and later (see "Shutdown").
-    pub(crate) fn close(&self) {
+    pub(crate) fn shut_down(&self) {
         self.injector.close(Notified::cancel);
         self.list.close_and_cancel_all();
         // Aborting idle tasks queued them (through `inject`, which

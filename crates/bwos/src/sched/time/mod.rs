@@ -20,11 +20,11 @@
 //!   interrupt also raises the watcher's interrupt flag
 //!   ([`Timers::is_interrupted`]), which every sleeper looks at after
 //!   taking the seat (a Dekker pair with the seat,
-//!   `Registry::park_worker`), so no deadline is missed.
+//!   `idle::park::park_worker`), so no deadline is missed.
 //! - **The watch is handed over, never dropped.** A watcher that wakes for
 //!   any reason (work injected or stolen, tasks the driver woke, its latch)
 //!   leaves the watch as soon as its sleep ends, before it runs anything
-//!   (`Registry::leave_timer_watch`): if a deadline is pending it assigns
+//!   (`idle::park::leave_timer_watch`): if a deadline is pending it assigns
 //!   the watch to another sleeping worker ([`Timers::assign_watch`]) and
 //!   interrupts it, and that worker looks at the wheel again and sleeps
 //!   until the next deadline. A new timer while nobody watches does the
@@ -205,7 +205,7 @@ impl Timers {
     /// whether it waits or has fired already (a worker may have processed
     /// past `deadline` since the caller looked at the clock: then nobody
     /// will wake `waker`, and the caller must not wait), and whom the
-    /// caller must wake for it (`Registry::wake_for_timer`).
+    /// caller must wake for it (`idle::park::wake_for_timer`).
     pub(crate) fn insert(&self, deadline: Instant, waker: &Waker) -> Inserted {
         self.insert_at_tick(self.tick_of(deadline), waker)
     }
@@ -415,8 +415,8 @@ impl Timers {
     /// pending timer fires now (its task is woken) and every timer added
     /// later has fired at once, so that nothing waits for a deadline
     /// forever. A `Sleep` told "fired" before its deadline looks at
-    /// [`is_closed`](Self::is_closed) and says why.
-    pub(crate) fn close(&self) {
+    /// [`is_shut_down`](Self::is_shut_down) and says why.
+    pub(crate) fn shut_down(&self) {
         let mut wakers = Vec::new();
         {
             let mut inner = self.lock();
@@ -427,8 +427,8 @@ impl Timers {
         wakers.into_iter().for_each(Waker::wake);
     }
 
-    /// Whether [`close`](Self::close) was called.
-    pub(crate) fn is_closed(&self) -> bool {
+    /// Whether [`shut_down`](Self::shut_down) was called.
+    pub(crate) fn is_shut_down(&self) -> bool {
         self.lock().wheel.is_closed()
     }
 }
