@@ -6,7 +6,7 @@
 //! deadline, and (with `test-util`) letting the paused clock jump when the
 //! pool has nothing to do. The sleep protocol itself, who sleeps and who
 //! wakes whom without losing a wake-up, is `sleep.rs`'s; the timers are
-//! `time/`'s, the driver `driver.rs`'s seam.
+//! `time/`'s, the driver `sched/driver.rs`'s seam.
 
 use std::time::Duration;
 
