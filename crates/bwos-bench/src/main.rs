@@ -12,6 +12,7 @@ mod latency;
 mod options;
 mod queue;
 mod queues;
+mod rayon_apps;
 mod rayon_demo;
 mod rayon_dropin;
 mod report;
@@ -78,6 +79,10 @@ enum Command {
     /// drop-in, default bench profile, builds alternating: per-benchmark
     /// ratios and their geometric mean (nightly toolchain)
     RayonDemo(rayon_demo::RayonDemoArgs),
+    /// Real rayon programs from crates.io (b3sum, oxipng, dssim, dust,
+    /// tokei) built as published and with the drop-in, run alternately on
+    /// generated inputs: identical outputs, wall and CPU time ratios.
+    RayonApps(rayon_apps::RayonAppsArgs),
     /// Parallel marking of synthetic heaps (the BWoS paper's GC use): a
     /// random graph, a wide and a deep tree, a linked list; serial marking,
     /// the bwos work list, a crossbeam-deque work list and rayon.
@@ -169,6 +174,7 @@ fn main() -> ExitCode {
         Command::Small(args) => run_small(&header, args),
         Command::Rayon(args) => run_rayon(&header, args),
         Command::RayonDemo(args) => run_rayon_demo(&header, args),
+        Command::RayonApps(args) => rayon_apps::run(&header, args),
         Command::Worklist(args) => run_worklist(&header, args),
         Command::Soak(args) => run_soak(&header, args),
         Command::CorunChild(_)
