@@ -13,6 +13,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::SystemTime;
 
 use serde::Serialize;
 
@@ -137,20 +138,24 @@ pub fn build(work: &Path, app: &App, variant: Variant, drop_in: &Path) -> io::Re
             }
         }
     }
-    eprintln!("building {release} ({}) ...", variant.name());
-    let mut command = cargo();
-    command.args(["build", "--release", "--bin", app.binary]);
-    match variant {
-        Variant::Stock => command.arg("--locked"),
-        Variant::Bwos => command.arg("--config").arg(patch_config(drop_in)),
-    };
-    run(&mut command).map_err(|why| {
-        io::Error::other(format!("building {release} ({}): {why}", variant.name()))
-    })?;
-    let built = root.join("target/release").join(app.binary);
     let binary = root.join("bin").join(variant.name()).join(app.binary);
-    fs::create_dir_all(binary.parent().expect("a file in bin/"))?;
-    fs::copy(&built, &binary)?;
+    if is_up_to_date(&binary, variant, drop_in)? {
+        eprintln!("{release} ({}): built before", variant.name());
+    } else {
+        eprintln!("building {release} ({}) ...", variant.name());
+        let mut command = cargo();
+        command.args(["build", "--release", "--bin", app.binary]);
+        match variant {
+            Variant::Stock => command.arg("--locked"),
+            Variant::Bwos => command.arg("--config").arg(patch_config(drop_in)),
+        };
+        run(&mut command).map_err(|why| {
+            io::Error::other(format!("building {release} ({}): {why}", variant.name()))
+        })?;
+        let built = root.join("target/release").join(app.binary);
+        fs::create_dir_all(binary.parent().expect("a file in bin/"))?;
+        fs::copy(&built, &binary)?;
+    }
     let stock = packages(&fs::read_to_string(&stock_lock)?);
     let lock = match fs::read_to_string(&published) {
         Err(_) => "no Cargo.lock published: resolved here".to_string(),
@@ -195,6 +200,47 @@ pub fn build(work: &Path, app: &App, variant: Variant, drop_in: &Path) -> io::Re
         lock,
         added_to_lock,
     })
+}
+
+/// The crates beside the drop-in (`crates/`) that its build compiles:
+/// the drop-in itself and its path dependencies.
+const DROP_IN_CRATES: [&str; 3] = ["rayon-core", "bwos", "bwos-queue"];
+
+/// Whether `binary` was copied out of a build and, for the drop-in's,
+/// is newer than every source file of [`DROP_IN_CRATES`]. Cargo would
+/// find such a build fresh anyway, except for programs whose build script
+/// writes into their own source directory (dust writes its completions
+/// and man page there), which cargo then rebuilds every time.
+fn is_up_to_date(binary: &Path, variant: Variant, drop_in: &Path) -> io::Result<bool> {
+    let Ok(built) = fs::metadata(binary).and_then(|m| m.modified()) else {
+        return Ok(false);
+    };
+    if variant == Variant::Stock {
+        return Ok(true);
+    }
+    let crates = drop_in.parent().expect("the drop-in sits in crates/");
+    let mut newest = SystemTime::UNIX_EPOCH;
+    for name in DROP_IN_CRATES {
+        newest = newest.max(newest_source(&crates.join(name))?);
+    }
+    Ok(newest < built)
+}
+
+/// The newest modification time of the files under `dir`, build outputs
+/// (`target/`) left out.
+fn newest_source(dir: &Path) -> io::Result<SystemTime> {
+    let mut newest = SystemTime::UNIX_EPOCH;
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            if entry.file_name() != "target" {
+                newest = newest.max(newest_source(&entry.path())?);
+            }
+        } else {
+            newest = newest.max(entry.metadata()?.modified()?);
+        }
+    }
+    Ok(newest)
 }
 
 /// Where the published lock is kept, beside the two copies.
