@@ -256,9 +256,14 @@ fn run(command: &mut Command) -> Result<(), String> {
     }
 }
 
+/// `name version`, and `(path)` for a package from a path (a workspace
+/// member when the lock was made, from the registry once published).
 fn names<'a>(packages: impl Iterator<Item = &'a LockedPackage>) -> Vec<String> {
     packages
-        .map(|p| format!("{} {}", p.name, p.version))
+        .map(|p| {
+            let path = if p.source.is_none() { " (path)" } else { "" };
+            format!("{} {}{path}", p.name, p.version)
+        })
         .collect()
 }
 

@@ -252,3 +252,44 @@ pub fn run(header: &Header, args: &RayonAppsArgs) -> std::io::Result<()> {
         |_| Ok(Vec::new()),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: RayonAppsArgs,
+    }
+
+    fn parse(line: &str) -> Result<RayonAppsArgs, clap::Error> {
+        Cli::try_parse_from(std::iter::once("rayon-apps").chain(line.split_whitespace()))
+            .map(|cli| cli.args)
+    }
+
+    /// The smoke run is b3sum alone, 2 rounds; `--apps` picks and orders
+    /// the programs whatever `--quick` says; unknown names are refused
+    /// with the list of known ones.
+    #[test]
+    fn the_options_choose_programs_rounds_and_threads() {
+        let quick = parse("--quick --json target/bench/rayon-apps.json").unwrap();
+        assert_eq!(
+            (quick.apps(), quick.rounds(), quick.threads),
+            (vec![AppName::B3sum], 2, 2)
+        );
+        let full = parse("").unwrap();
+        assert_eq!(
+            (full.apps(), full.rounds()),
+            (AppName::ALL.to_vec(), REPETITIONS)
+        );
+        let chosen = parse("--apps tokei,b3sum,tokei --repetitions 3 --threads 4 --quick").unwrap();
+        assert_eq!(chosen.apps(), [AppName::B3sum, AppName::Tokei]);
+        assert_eq!((chosen.rounds(), chosen.threads), (3, 4));
+        let unknown = parse("--apps ripgrep").unwrap_err().to_string();
+        assert!(unknown.contains("oxipng"), "{unknown}");
+        assert!(parse("--threads 0").is_err());
+    }
+}
