@@ -29,7 +29,7 @@ pub struct HomeShape {
 }
 
 impl HomeShape {
-    /// The shape of the full run (about 60,000 entries), or of `--quick`.
+    /// The shape of the full run (about 41,000 entries), or of `--quick`.
     pub fn at(full: bool) -> HomeShape {
         if full {
             HomeShape {
@@ -125,7 +125,7 @@ pub struct SourceShape {
 }
 
 impl SourceShape {
-    /// The shape of the full run (about 6,000 files, 60 MB), or of
+    /// The shape of the full run (about 6,000 files, 70 MB), or of
     /// `--quick`.
     pub fn at(full: bool) -> SourceShape {
         SourceShape {
