@@ -7,7 +7,7 @@
 //! | --- | --- | --- |
 //! | b3sum | BLAKE3 of files of 64 KiB to 512 MiB | a fine `join` tree (blake3 splits the input in halves down to a few chunks of 1 KiB): balanced, microseconds per leaf |
 //! | oxipng | lossless PNG recompression | coarse and unbalanced: a `spawn` per reduction trial and `par_iter` over filters and files, deflate trials of very different cost, and a `yield_local` loop waiting for them |
-//! | dssim | image similarity of a photo and four distortions | data-parallel loops over rows, channels and scales of each comparison, images decoded on two threads of its own meanwhile |
+//! | dssim | image similarity of a photo and four distortions | `join` and data-parallel loops over pixels (1,024 per piece), channels and scales of each comparison, entered from outside the pool; images decoded on two threads of its own meanwhile |
 //! | dust | disk usage of a directory tree | fine and unbalanced: a scope `spawn` per directory and a `par_iter` over each directory's entries (a `stat` each), on a tree with deep chains and wide flat directories |
 //! | tokei | lines of code of a source tree | `par_bridge` over a channel that the ignore crate's own walker threads fill: files of very different length parsed as they arrive |
 
