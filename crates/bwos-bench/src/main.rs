@@ -23,6 +23,7 @@ mod progress;
 mod queue;
 mod queues;
 mod rayon;
+mod rayon_apps;
 mod rayon_demo;
 mod report;
 mod services;
@@ -118,6 +119,10 @@ subcommands! {
     /// drop-in, default bench profile, builds alternating: per-benchmark
     /// ratios and their geometric mean (nightly toolchain)
     RayonDemo(rayon_demo::RayonDemoArgs),
+    /// Real rayon programs from crates.io (b3sum, oxipng, dssim, dust,
+    /// tokei) built as published and with the drop-in, run alternately on
+    /// generated inputs: identical outputs, wall and CPU time ratios.
+    RayonApps(rayon_apps::RayonAppsArgs),
     /// A mixed workload on one pool for a while (60 s; `--duration 1h`):
     /// HTTP on loopback, fork/join, work lists, timers, spawn_blocking,
     /// tasks spawned and dropped. Samples memory, threads, descriptors and
