@@ -60,7 +60,7 @@ echo "== loom models of peers' real queue bugs, replayed on BWoS: stdexec #1967 
 RUSTFLAGS="--cfg bwos_loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p bwos-queue --release --test loom_regressions -- --test-threads 1
 
-echo "== loom models of the runtime: one a protocol in crates/bwos/src/loom_models/ (seconds)"
+echo "== loom models of the runtime: one per protocol, in crates/bwos/src/loom_models/ (about a minute)"
 RUSTFLAGS="--cfg bwos_loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p bwos --release --lib -- --test-threads 1
 
