@@ -212,3 +212,63 @@ fn tasks_pushed_after_another_worker_went_idle_run_there() {
         }
     });
 }
+
+/// The running task spawns a task and waits for it, again and again, while
+/// the other worker sleeps: each spawn queues a lone task on its worker,
+/// which no thief could take, so the sleeping worker is left asleep.
+/// Waking it for each (as pushes did) made it search in vain and start
+/// yielding, to miss the share when the task then queued a second one: in
+/// a burst of a long task followed by short ones, the short ones waited
+/// for the long one (see `offer_pushed_task`).
+// Mutation caught: `offer_pushed_task` notifying for a lone private task
+// (the sleeper is woken at every step: it fell asleep 12 more times
+// instead of at most once).
+#[test]
+fn a_lone_spawn_leaves_the_sleeping_worker_asleep() {
+    watchdog("lone_spawns", || {
+        let pool = pool(2);
+        let woken = pool.block_on(pool.spawn_task(async {
+            let handle = bwos::Handle::current();
+            let other = 1 - bwos::current_thread_index().expect("a task runs on a worker");
+            let counts = || {
+                let stats = &handle.stats().workers[other];
+                (
+                    stats.sleeps,
+                    stats.wakeups,
+                    stats.failed_steals,
+                    stats.poll_count,
+                )
+            };
+            // Blocks this worker until the other is asleep and its counts
+            // stay put (a worker counts its wake-up only once it runs).
+            let settle = |step: u32| {
+                assert!(
+                    wait_until(|| {
+                        let before = counts();
+                        std::thread::sleep(Duration::from_millis(2));
+                        before == counts() && before.0 > before.1
+                    }),
+                    "step {step}: the other worker never settled asleep"
+                );
+            };
+            settle(0);
+            let sleeps_before = counts().0;
+            // 24 pushes (each step's spawn, then this task's wake-up) stay
+            // within one block of the task queue but for at most one step,
+            // whose task lands at the start of a new block and is stealable.
+            for step in 0..12u32 {
+                settle(step);
+                let next = bwos::task::spawn(async move { step });
+                assert_eq!(next.await.unwrap(), step);
+            }
+            settle(12);
+            // Each wake-up ends in one more fall asleep.
+            counts().0 - sleeps_before
+        }));
+        let woken = woken.unwrap();
+        assert!(
+            woken <= 1,
+            "12 lone spawns woke the sleeping worker {woken} times"
+        );
+    });
+}

@@ -680,6 +680,17 @@ impl WorkerThread {
     /// the block is shared (see "Tasks are never stranded"), which a
     /// second private task triggers: a lone one is what the running task
     /// spawned or woke last, which it usually waits for.
+    ///
+    /// A lone private task wakes nobody: no thief could take it. A worker
+    /// woken for it searched in vain and had started to yield (or gone
+    /// back to sleep) by the time the running task queued a second one and
+    /// shared them, and a yielding worker still counts as searching, so
+    /// that share woke nobody; on a loaded machine a yield can cost a
+    /// time slice. The tasks then waited for the poll after them (one
+    /// task spawned a 2 ms task and then 15 short ones: the short ones
+    /// started 2 ms late in most rounds). Waking at the share instead
+    /// brings the thief when there is something to take, and spares the
+    /// futex wake-up of a chain of tasks that each wake the next.
     #[cold]
     #[inline(never)]
     fn offer_pushed_task(&self) {
@@ -690,6 +701,9 @@ impl WorkerThread {
         let private = self.tasks.private_len();
         if private >= 2 || (private == 1 && self.tasks.len() >= 2) {
             self.tasks.share();
+        } else if private == 1 {
+            // This task alone, in the consumer block.
+            return;
         }
         self.registry.notify_new_work();
     }
