@@ -272,3 +272,56 @@ fn a_lone_spawn_leaves_the_sleeping_worker_asleep() {
         );
     });
 }
+
+/// A ready task gets its turn between the two halves of a `join` whose
+/// halves are long leaves, on a worker with nothing else to run it: each
+/// leaf of a computation ends at a look for ready tasks, so a light task
+/// waits for at most one leaf (counted before the first half, two leaves
+/// ran between looks, and the task waited for both).
+// Mutation caught: counting the job before `a` in `join_in_worker` (the
+// task ran only before a join's first half, never between the halves).
+#[test]
+fn a_ready_task_runs_between_the_halves_of_a_join() {
+    const OUTSIDE: usize = 0;
+    const IN_A: usize = 1;
+    const BETWEEN: usize = 2;
+    const IN_B: usize = 3;
+    watchdog("between_halves", || {
+        let pool = pool(1);
+        let phase = Arc::new(AtomicUsize::new(OUTSIDE));
+        let seen = Arc::new(AtomicUsize::new(usize::MAX));
+        let ran_in = pool.block_on(pool.spawn_task({
+            let (phase, seen) = (phase.clone(), seen.clone());
+            async move {
+                // Queued on this, the only, worker: it runs when the
+                // worker looks for ready tasks.
+                bwos::task::spawn({
+                    let (phase, seen) = (phase.clone(), seen.clone());
+                    async move { seen.store(phase.load(Ordering::SeqCst), Ordering::SeqCst) }
+                });
+                for _ in 0..10 {
+                    bwos::join(
+                        || {
+                            phase.store(IN_A, Ordering::SeqCst);
+                            // Longer than a task slice (100 µs).
+                            spin_for(1000);
+                            phase.store(BETWEEN, Ordering::SeqCst);
+                        },
+                        || phase.store(IN_B, Ordering::SeqCst),
+                    );
+                    phase.store(OUTSIDE, Ordering::SeqCst);
+                    if seen.load(Ordering::SeqCst) != usize::MAX {
+                        break;
+                    }
+                }
+                seen.load(Ordering::SeqCst)
+            }
+        }));
+        let ran_in = ran_in.unwrap();
+        assert_eq!(
+            ran_in, BETWEEN,
+            "the ready task ran in phase {ran_in} (0: outside the joins, 1: in a first half, \
+             3: in a second half, usize::MAX: never), not between the halves"
+        );
+    });
+}

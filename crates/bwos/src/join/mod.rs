@@ -176,10 +176,8 @@ where
     RA: Send,
     RB: Send,
 {
-    // Ready tasks get a turn every slice of fork/join work (`queues.rs`).
-    worker.count_job();
     if runs_sequentially(worker) {
-        return join_sequential(a, b);
+        return join_sequential(worker, a, b);
     }
     let job_b = StackJob::new(WorkerLatch::new(worker), b);
     let job_b_ref = job_b.as_job_ref();
@@ -195,6 +193,12 @@ where
         Ok(value) => value,
         Err(payload) => finish_b_then_resume(worker, &job_b, payload),
     };
+    // Ready tasks get a turn every slice of fork/join work (`queues.rs`).
+    // Counted between `a` and `b`, not before `a`: in a recursion each
+    // leaf then ends at a count (counted before `a`, two leaves ran
+    // between counts and a light task waited for both), and `b` stays in
+    // sight of thieves while tasks are served.
+    worker.count_job();
     match worker.take_local() {
         // The common case: nobody stole `b`. A panic in `b` propagates
         // directly: nothing of this join is pending any more.
@@ -219,13 +223,17 @@ pub(crate) fn runs_sequentially(worker: &WorkerThread) -> bool {
 /// panics, `b` still runs (its own panic is dropped) before `a`'s panic
 /// continues, as when `b` is queued.
 #[inline]
-fn join_sequential<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
+fn join_sequential<A, B, RA, RB>(worker: &WorkerThread, a: A, b: B) -> (RA, RB)
 where
     A: FnOnce() -> RA,
     B: FnOnce() -> RB,
 {
     match panic::catch_unwind(AssertUnwindSafe(a)) {
-        Ok(result_a) => (result_a, b()),
+        Ok(result_a) => {
+            // As in `join_in_worker`: between the halves.
+            worker.count_job();
+            (result_a, b())
+        }
         Err(payload) => run_then_resume(b, payload),
     }
 }
