@@ -818,6 +818,9 @@ struct Counts {
     delivered: AtomicUsize,
     /// Its handle (or set) reported cancellation.
     cancelled_seen: AtomicUsize,
+    /// The phase in which its future was dropped before it made an
+    /// output (it was cancelled), for the failure message.
+    cancelled_in: Mutex<Option<&'static str>>,
 }
 
 /// The state of one case, shared by its tasks.
@@ -966,19 +969,48 @@ impl Case {
         (self.totals(), resolved, *lock(&self.phase))
     }
 
+    /// The sums of the counters: futures made, futures dropped, outputs
+    /// made, outputs dropped ([`balanced`] says whether they match).
     fn totals(&self) -> [usize; 4] {
-        let sum = |f: fn(&Counts) -> &AtomicUsize| {
-            self.counts
-                .iter()
-                .map(|counts| f(counts).load(Ordering::SeqCst))
-                .sum::<usize>()
+        self.totals_observed(&mut || {})
+    }
+
+    /// [`Case::totals`], calling `after_load` after each counter load (a
+    /// test runs a task's events there).
+    ///
+    /// The sums are not one snapshot: tasks make and drop children while
+    /// the loads go by. So the drop counters are read first, all of them,
+    /// then the make counters. Each counter only grows, and an id's drop
+    /// follows its making; for any instant T between the last drop load
+    /// and the first make load, dropped(loaded) <= dropped(T) <= made(T)
+    /// <= made(loaded) for every id. Equal sums thus mean that at T every
+    /// id was balanced: no tracked future was alive, so none could make
+    /// another afterwards.
+    ///
+    /// This test first read the make counters first, and then the sums
+    /// could balance while a task still ran: the made sum passed child #c
+    /// before the task spawned it, the dropped sum reached #c after the
+    /// child had ended, and that drop stood in for the drop of the
+    /// running task's own future. `settle` returned, the test dropped the
+    /// pool, the drop cancelled the running task, and the case failed
+    /// with "did not run to its end ... though nothing could cancel it"
+    /// (seen once, for a detached task that spawned children, under a
+    /// load of 8 on 2 cores; a 200 us pause between the two sums made it
+    /// fail within a few hundred cases).
+    fn totals_observed(&self, after_load: &mut dyn FnMut()) -> [usize; 4] {
+        let mut sum = |f: fn(&Counts) -> &AtomicUsize| {
+            let mut total = 0;
+            for counts in &self.counts {
+                total += f(counts).load(Ordering::SeqCst);
+                after_load();
+            }
+            total
         };
-        [
-            sum(|c| &c.futures_made),
-            sum(|c| &c.futures_dropped),
-            sum(|c| &c.outputs_made),
-            sum(|c| &c.outputs_dropped),
-        ]
+        let futures_dropped = sum(|c| &c.futures_dropped);
+        let outputs_dropped = sum(|c| &c.outputs_dropped);
+        let futures_made = sum(|c| &c.futures_made);
+        let outputs_made = sum(|c| &c.outputs_made);
+        [futures_made, futures_dropped, outputs_made, outputs_dropped]
     }
 
     /// Waits until every future made is dropped and every output made is
@@ -989,7 +1021,7 @@ impl Case {
         let mut since = Instant::now();
         loop {
             let now = self.totals();
-            if now[0] == now[1] && now[2] == now[3] {
+            if balanced(now) {
                 return Ok(());
             }
             if now != last {
@@ -1054,8 +1086,13 @@ impl Case {
                 problems.push("never spawned, though its spawner ran to its end".into());
             }
             if expect.must_finish && outputs != 1 {
+                let when = match *lock(&counts.cancelled_in) {
+                    Some(phase) => format!("its future was dropped in phase `{phase}`"),
+                    None => "its future was not dropped".to_owned(),
+                };
                 problems.push(format!(
-                    "did not run to its end ({:?}), though nothing could cancel it",
+                    "did not run to its end ({:?}), though nothing could cancel it \
+                     ({when})",
                     expect.natural
                 ));
             }
@@ -1079,6 +1116,12 @@ impl Case {
             }
         }
     }
+}
+
+/// Whether [`Case::totals`] found every future and every output made
+/// also dropped.
+fn balanced(totals: [usize; 4]) -> bool {
+    totals[0] == totals[1] && totals[2] == totals[3]
 }
 
 /// Counts its making and its drop: a task's future (or closure), or its
@@ -1115,6 +1158,11 @@ impl Drop for Tracked {
         if self.output {
             counts.outputs_dropped.fetch_add(1, Ordering::SeqCst);
         } else {
+            // A body makes its output before its future is dropped;
+            // recorded before the count, so `final_checks` sees it.
+            if counts.outputs_made.load(Ordering::SeqCst) == 0 {
+                *lock(&counts.cancelled_in) = Some(*lock(&self.case.phase));
+            }
             counts.futures_dropped.fetch_add(1, Ordering::SeqCst);
         }
     }
@@ -1755,6 +1803,63 @@ mod regression_cases {
         assert_eq!(expect[0].natural, Outcome::Panic(0));
         check_program(&program).unwrap();
     }
+
+    /// A failure of the fuzz test that was the test's own race (see
+    /// `Case::totals_observed`): task #0 runs, and while `settle` loads
+    /// the counters it spawns child #1, which runs to its end. Whichever
+    /// load the child's whole life falls after, the sums must not balance
+    /// while #0's future is alive, or the case would drop the pool under
+    /// it. Mutation caught: loading the make counters before the drop
+    /// counters in `Case::totals_observed` (the first order) balances
+    /// them when the child lives between its made and its dropped load.
+    #[test]
+    fn settle_does_not_balance_while_a_task_spawns_children() {
+        let (firer, _unused) = mpsc::channel();
+        let case = Case {
+            expect: Vec::new(),
+            counts: (0..2).map(|_| Counts::default()).collect(),
+            violations: Mutex::new(Vec::new()),
+            firer,
+            phase: Mutex::new("main"),
+        };
+        let bump = |counter: &AtomicUsize| counter.fetch_add(1, Ordering::SeqCst);
+        // #0 runs: its future is made, not dropped.
+        bump(&case.counts[0].futures_made);
+        let mut balanced_after = Vec::new();
+        // Two ids, four counters each.
+        for at in 0..8 {
+            let child = &case.counts[1];
+            for counter in [
+                &child.futures_made,
+                &child.futures_dropped,
+                &child.outputs_made,
+                &child.outputs_dropped,
+            ] {
+                counter.store(0, Ordering::SeqCst);
+            }
+            let mut loads = 0;
+            let totals = case.totals_observed(&mut || {
+                if loads == at {
+                    // #0 spawns #1; #1 returns, its output and future
+                    // are dropped.
+                    bump(&child.futures_made);
+                    bump(&child.outputs_made);
+                    bump(&child.outputs_dropped);
+                    bump(&child.futures_dropped);
+                }
+                loads += 1;
+            });
+            if balanced(totals) {
+                balanced_after.push((at, totals));
+            }
+        }
+        assert!(
+            balanced_after.is_empty(),
+            "the sums balanced while #0 ran (child's life after load, totals): \
+             {balanced_after:?}"
+        );
+    }
+
     /// Found by the fuzz test (shrunk by hand from its failure): a
     /// leftover task `block_on`s a child that sleeps, and the pool is
     /// dropped. The other worker, the timers' watcher, stopped; the worker
