@@ -87,6 +87,7 @@ use std::time::Instant;
 
 use bwos_queue::{fifo, lifo};
 
+use super::coop;
 use super::idle::park;
 use super::idle::sleep::IdleHint;
 use super::idle::{Idle, IdleConfig, IdlePolicy, IdleWorker};
@@ -338,20 +339,43 @@ impl WorkerThread {
         match job {
             Some(job) => {
                 self.share_tasks_if_idle();
-                // SAFETY: as in `run_until`: a job taken out of the pool's
-                // queues is executed once, by its taker.
-                let run = || unsafe { job.execute() };
                 if Notified::is_entry(job) {
-                    self.counters().poll();
-                    long_polls::time_one(&self.poll_timing, || self.counters(), run);
+                    // SAFETY: as in `run_until`: a job taken out of the
+                    // pool's queues is executed once, by its taker.
+                    unsafe { self.poll_task_alone(job) };
                 } else {
                     self.counters().job();
-                    run();
+                    // SAFETY: as above.
+                    unsafe { job.execute() };
                 }
                 Yield::Executed
             }
             None => Yield::Idle,
         }
+    }
+
+    /// Runs the task entry `entry` outside the scheduler loop (`yield_now`,
+    /// tasks served between jobs), maybe inside another task's poll: the
+    /// poll is counted, timed alone (`long_polls.rs`) and has its own
+    /// budget (`coop.rs`), the outer poll's set aside meanwhile.
+    ///
+    /// # Safety
+    /// `entry` is a task entry the caller took out of the pool's queues
+    /// (so that this is its only execution).
+    unsafe fn poll_task_alone(&self, entry: JobRef) {
+        self.counters().poll();
+        let outer_budget = coop::set_aside();
+        long_polls::time_one(
+            &self.poll_timing,
+            || self.counters(),
+            || {
+                coop::start_poll();
+                // SAFETY: forwarded from the caller.
+                unsafe { entry.execute() };
+                coop::end_poll();
+            },
+        );
+        coop::put_back(outer_budget);
     }
 
     /// See the field: the stack address below which `fork` switches to a
@@ -610,16 +634,9 @@ impl WorkerThread {
             .or_else(|| self.take_injected_tasks())
         {
             self.share_tasks_if_idle();
-            self.counters().poll();
-            long_polls::time_one(
-                &self.poll_timing,
-                || self.counters(),
-                || {
-                    // SAFETY: as in `run_until`: a task taken out of the pool's
-                    // queues is run once, by its taker.
-                    unsafe { task.into_job_ref().execute() }
-                },
-            );
+            // SAFETY: as in `run_until`: a task taken out of the pool's
+            // queues is run once, by its taker.
+            unsafe { self.poll_task_alone(task.into_job_ref()) };
             if Instant::now() >= until {
                 break;
             }
@@ -917,6 +934,10 @@ impl WorkerThread {
     /// `PoolStats::long_polls` (`long_polls.rs`); a group ends before
     /// anything else runs here.
     fn run_until(&self, latch: &CoreLatch, mut idle: Idle) {
+        // This loop may run inside a task's poll (a `join` there waiting
+        // for a thief): that poll's budget and open group of polls wait
+        // until the loop returns.
+        let outer_budget = coop::set_aside();
         let outer = long_polls::enter_loop();
         while !latch.probe() {
             match self.find_work(Some(&mut idle)) {
@@ -929,12 +950,14 @@ impl WorkerThread {
                     if Notified::is_entry(job) {
                         self.counters().poll();
                         long_polls::before_poll(&self.poll_timing);
+                        coop::start_poll();
                         // SAFETY: every `JobRef` in the pool's queues and
                         // injector is executed exactly once, by whoever
                         // takes it out; its job is alive until then (stack
                         // jobs' frames wait for their latch, heap jobs and
                         // task entries own themselves).
                         unsafe { job.execute() };
+                        coop::end_poll();
                         long_polls::after_poll(&self.poll_timing, || self.counters());
                     } else {
                         self.counters().job();
@@ -950,6 +973,7 @@ impl WorkerThread {
             }
         }
         long_polls::leave_loop(outer, &self.poll_timing, || self.counters());
+        coop::put_back(outer_budget);
         idle.work_found(self.idle_worker());
     }
 

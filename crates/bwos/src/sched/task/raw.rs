@@ -323,13 +323,8 @@ where
                 let waker =
                     ManuallyDrop::new(unsafe { Waker::from_raw(raw_waker::<F, S>(header)) });
                 let mut cx = Context::from_waker(&waker);
-                // Each poll has a fresh cooperative budget, so that a
-                // task whose operations are always ready yields after
-                // `POLL_BUDGET` of them (`sched/coop.rs`, whose docs say
-                // what this costs). Set outside `catch_unwind`, which
-                // returns on a panic too: restoring the thread's budget
-                // afterwards then needs no unwinding path.
-                let outer = coop::enter_poll();
+                // The cooperative budget of the poll is set by whoever
+                // runs the entry (`sched/coop.rs`).
                 let polled = panic::catch_unwind(AssertUnwindSafe(|| {
                     // SAFETY: `RUNNING`: this thread alone touches the
                     // stage.
@@ -354,7 +349,6 @@ where
                         _ => unreachable!("a running task's stage holds its future"),
                     }
                 }));
-                coop::leave_poll(outer);
                 match polled {
                     Ok(Poll::Pending) => match cell.header.state.end_poll() {
                         EndPoll::Idle { last } => {
