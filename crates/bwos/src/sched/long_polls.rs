@@ -234,7 +234,8 @@ pub(crate) fn time_one<'c>(
     leave_loop(outer, timing, counters);
 }
 
-/// A task's poll returned `Ready`, and the task is about to complete: the
+/// A task's poll returned `Ready`, and the task is about to complete (its
+/// future dropped, its output stored but not yet visible): the
 /// ticks its group took so far if that may be longer than the threshold
 /// (`None` otherwise, and outside a group), for the executor to count
 /// ([`PollTiming::completed`]) before the task's handle sees the output.
