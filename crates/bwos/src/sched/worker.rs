@@ -185,14 +185,20 @@ pub(crate) struct WorkerThread {
     /// through it.
     counters: *const WorkerCounters,
     victims: Victims,
-    /// Points into `registry`, which this worker keeps alive.
+    /// The idle hint `join` reads: the pool's, which points into
+    /// `registry` (kept alive by this worker), or one that always reads
+    /// "idle" when lazy queueing is off
+    /// (`ThreadPoolBuilder::lazy_queueing(false)`), so that every `join`
+    /// calls the cold [`offer`](Self::offer), which queues `b` and
+    /// consults the real one. That keeps the option off the default fast
+    /// path.
     idle_hint: IdleHint,
-    /// The pool's real idle hint when lazy queueing is off
-    /// (`ThreadPoolBuilder::lazy_queueing(false)`), else `None`. Without
-    /// lazy queueing `idle_hint` always reads "idle", so that every
-    /// `join` calls the cold [`offer`](Self::offer), which queues `b` and
-    /// consults this. That keeps the option off the default fast path.
-    real_hint_without_lazy_queueing: Option<IdleHint>,
+    /// The pool's idle hint, whether lazy queueing is on or off: a field
+    /// of its own rather than chosen from the two at each use, which cost
+    /// four instructions on every task poll and wake-up.
+    real_idle_hint: IdleHint,
+    /// `ThreadPoolBuilder::lazy_queueing`.
+    lazy_queueing: bool,
     idle_config: IdleConfig,
     /// Whether to publish the heartbeat and CPU between jobs (for
     /// topology-aware stealing and yielding to a preempted victim).
@@ -304,10 +310,9 @@ impl WorkerThread {
     }
 
     /// The pool's idle hint, the real one even without lazy queueing.
-    #[inline]
+    #[inline(always)]
     fn real_idle_hint(&self) -> IdleHint {
-        self.real_hint_without_lazy_queueing
-            .unwrap_or(self.idle_hint)
+        self.real_idle_hint
     }
 
     pub(crate) fn index(&self) -> usize {
@@ -529,15 +534,13 @@ impl WorkerThread {
     /// shares only if a worker really is idle.
     #[cold]
     pub(crate) fn offer(&self) -> bool {
-        match self.real_hint_without_lazy_queueing {
-            None => self.share_with_idle(),
-            Some(real_hint) => {
-                if real_hint.anyone_idle() {
-                    self.share_with_idle();
-                }
-                true
-            }
+        if self.lazy_queueing {
+            return self.share_with_idle();
         }
+        if self.real_idle_hint.anyone_idle() {
+            self.share_with_idle();
+        }
+        true
     }
 
     fn share_with_idle(&self) -> bool {
@@ -1107,17 +1110,18 @@ impl WorkerThread {
         settings: WorkerSettings,
         building_thread: bool,
     ) -> Self {
-        let real_hint = registry.sleepers.hint();
-        let (idle_hint, real_hint_without_lazy_queueing) = if settings.lazy_queueing {
-            (real_hint, None)
+        let real_idle_hint = registry.sleepers.hint();
+        let idle_hint = if settings.lazy_queueing {
+            real_idle_hint
         } else {
-            (IdleHint::always_idle(), Some(real_hint))
+            IdleHint::always_idle()
         };
         let counters: *const WorkerCounters = registry.counters(index);
         WorkerThread {
             counters,
             idle_hint,
-            real_hint_without_lazy_queueing,
+            real_idle_hint,
+            lazy_queueing: settings.lazy_queueing,
             queue,
             tasks,
             task_ticks: Cell::new(0),
