@@ -372,3 +372,58 @@ fn block_on_polls_have_a_budget() {
         assert_eq!(polls_at[BUDGET], 2);
     });
 }
+
+// A task polled inside another task's poll (here by `bwos::yield_now`,
+// as the scheduler loop of a `join` waiting in a task would) has a budget
+// of its own, and the outer poll goes on with what it had left.
+// Mutations caught: `poll_task_alone` (`sched/worker.rs`) without its
+// `coop::start_poll` (the inner task runs unconstrained: its 129th unit
+// does not yield) or without `coop::put_back` (the outer poll's units
+// after the nested poll never yield: the inner poll's end cleared the
+// budget).
+#[test]
+fn a_task_polled_inside_another_poll_has_its_own_budget() {
+    watchdog(
+        "a_task_polled_inside_another_poll_has_its_own_budget",
+        || {
+            let pool = one_worker();
+            let (inner_polls, outer_polls_at) = in_task(&pool, |poll| async move {
+                // A fresh budget: `yield_now` spends none, and its poll ends
+                // here.
+                task::yield_now().await;
+                let start = poll.get();
+                for _ in 0..BUDGET / 2 {
+                    consume_budget().await;
+                }
+                let inner_polls = Arc::new(AtomicUsize::new(0));
+                let inner = task::spawn(CountPolls {
+                    future: Box::pin(async {
+                        for _ in 0..BUDGET + 1 {
+                            consume_budget().await;
+                        }
+                    }),
+                    polls: Arc::clone(&inner_polls),
+                });
+                // The only work queued on the one worker: the inner task,
+                // polled here, inside this poll (its last unit waits for its
+                // second poll, which the handle's await below lets run).
+                assert_eq!(bwos::yield_now(), Some(bwos::Yield::Executed));
+                assert_eq!(poll.get(), start, "still the same poll");
+                let mut outer_polls_at = Vec::new();
+                for _ in BUDGET / 2..BUDGET + 1 {
+                    consume_budget().await;
+                    outer_polls_at.push(poll.get() - start);
+                }
+                inner
+                    .await
+                    .expect("the inner task neither panics nor is cancelled");
+                (inner_polls.load(Ordering::Relaxed), outer_polls_at)
+            });
+            // A fresh budget of 128 units, not the outer's rest, nor none.
+            assert_eq!(inner_polls, 2, "the inner task's 129th unit yields");
+            let (last, before) = outer_polls_at.split_last().expect("units spent");
+            assert!(before.iter().all(|&poll| poll == 0), "{outer_polls_at:?}");
+            assert_eq!(*last, 1, "the outer poll's own budget still applies");
+        },
+    );
+}

@@ -12,13 +12,21 @@
 //! queue and continues, with a fresh budget, after the tasks queued before
 //! it. tokio's `coop` does the same, with the same number.
 //!
-//! The budget is a thread-local set around each poll (`enter_poll` and
-//! `leave_poll` in the task cell's `run`, [`budget`] in `block_on`) and
-//! restored afterwards, so a poll nested in another (a task polled while
-//! its worker waits for stolen work inside another task's poll) has its
-//! own and the outer one continues where it stopped. Outside any poll (a
-//! plain thread, or a worker between tasks) the budget is unconstrained
-//! and operations never yield for it.
+//! The budget is a thread-local. Whoever runs a task's entry (the
+//! scheduler loop, `yield_now` and the serving of tasks between fork/join
+//! jobs in `sched/worker.rs`, a blocking thread) sets a fresh one as the
+//! poll starts ([`start_poll`]) and takes it away as it ends
+//! ([`end_poll`]): two stores per poll, nothing kept across it. A poll
+//! nested in another (a task polled while its worker waits for stolen
+//! work inside another task's poll, or polled by `yield_now`) has its own
+//! budget, and the outer one continues where it stopped: whatever runs
+//! task polls inside a poll (the scheduler loop, the places that poll a
+//! task outside it) sets the outer budget aside first ([`set_aside`]) and
+//! puts it back afterwards ([`put_back`]), once per nested loop rather
+//! than once per poll. [`budget`] (`block_on`'s polls) saves and restores
+//! around each poll instead: a `block_on` may run anywhere. Outside any
+//! poll (a plain thread, or a worker between tasks) the budget is
+//! unconstrained and operations never yield for it.
 //!
 //! The front ends spend it through [`poll_budgeted`] (or
 //! [`poll_proceed`] and [`made_progress`] when the check and the spending
@@ -28,12 +36,19 @@
 //! # Cost
 //! A check and a spend are each an access to a `const` thread-local
 //! `Cell` (no lazy initialization, no destructor), a few instructions.
-//! Every task poll pays for saving, setting and restoring the byte.
+//! Every task poll pays for setting the byte and clearing it.
 //! Measured with callgrind on the `spawn_wake` example (10,000 tasks x 3
 //! yields, 40,000 polls of about 870 instructions each, scheduler
 //! included: the worst case, as each instruction per poll is 0.12% of its
-//! total): 34.62 M instructions before, 35.06 M with the budget (+1.3%:
-//! about 8 instructions per poll, and 10 per awaited `JoinHandle`).
+//! total): 34.62 M instructions before, 35.06 M with the budget saved,
+//! set and restored around each poll (+1.3%: about 8 instructions per
+//! poll, and 10 per awaited `JoinHandle`). Most of that was the saving:
+//! the saved byte lives across the poll in a register, which the task
+//! cell's `run` then had to push and pop, with the thread-local's address
+//! in another one. The scheduler loop has that address at hand in a
+//! register for the whole loop, and the outer budget is set aside once
+//! per loop: two stores per poll are left (`spawn_wake`, per task of 4
+//! polls: 3,551 instructions before, 3,525 after).
 //! Layouts measured and dropped: a guard restoring the budget inside
 //! `catch_unwind` (+3 per poll), the bookkeeping around the whole entry in
 //! `Notified::run` (+1.4 M in all: it undoes the tail call of the job into
@@ -85,21 +100,36 @@ thread_local! {
     static CURRENT: Cell<Budget> = const { Cell::new(Budget::UNCONSTRAINED) };
 }
 
-/// Starts a task poll: a fresh budget. Returns the budget it replaces,
-/// which [`leave_poll`] puts back (a poll may run nested in another's,
-/// while that one's worker waits for stolen work).
+/// A task's poll starts: a fresh budget.
 ///
-/// The task cell's poll uses this pair rather than [`budget`]: its poll
-/// runs inside `catch_unwind`, so the pair around it needs no unwinding
-/// path, which measured 3 instructions per poll less than a guard.
+/// Whoever runs a task's entry uses this pair rather than [`budget`]: the
+/// task cell runs the poll inside `catch_unwind`, so the pair around it
+/// needs no unwinding path, which measured 3 instructions per poll less
+/// than a guard. The pair saves nothing: whoever polls tasks inside
+/// another poll sets that poll's budget aside itself ([`set_aside`]).
 #[inline]
-pub(crate) fn enter_poll() -> Budget {
-    CURRENT.with(|current| current.replace(Budget::INITIAL))
+pub(crate) fn start_poll() {
+    CURRENT.with(|current| current.set(Budget::INITIAL));
 }
 
-/// Ends a task poll begun by [`enter_poll`], which returned `outer`.
+/// The task poll begun by [`start_poll`] ended: no budget from here on.
 #[inline]
-pub(crate) fn leave_poll(outer: Budget) {
+pub(crate) fn end_poll() {
+    CURRENT.with(|current| current.set(Budget::UNCONSTRAINED));
+}
+
+/// Task polls are about to run on this thread, maybe inside another poll
+/// (a scheduler loop nested in a poll, a task polled by `yield_now`):
+/// returns that poll's budget, which [`put_back`] restores once they are
+/// done, and leaves the thread unconstrained meanwhile, as between polls.
+#[inline]
+pub(crate) fn set_aside() -> Budget {
+    CURRENT.with(|current| current.replace(Budget::UNCONSTRAINED))
+}
+
+/// The polls after [`set_aside`], which returned `outer`, are done.
+#[inline]
+pub(crate) fn put_back(outer: Budget) {
     CURRENT.with(|current| current.set(outer));
 }
 
@@ -246,7 +276,7 @@ mod tests {
         });
     }
 
-    // Mutation caught: `leave_poll`, or the guard of `with_budget`, putting
+    // Mutation caught: `put_back`, or the guard of `with_budget`, putting
     // back "unconstrained" instead of the outer budget.
     #[test]
     fn nested_budgets_and_unconstrained_restore_the_outer_one() {
@@ -266,13 +296,18 @@ mod tests {
                 }
             });
             assert_eq!(current_budget(), Budget(POLL_BUDGET));
-            // A task poll nested in this one, as the task cell runs it.
-            let outer = enter_poll();
+            // A task poll nested in this one, as a nested scheduler loop
+            // runs it.
+            let outer = set_aside();
+            assert_eq!(current_budget(), Budget::UNCONSTRAINED, "between polls");
+            start_poll();
             for _ in 0..POLL_BUDGET {
                 assert!(ready_op(&mut cx).is_ready());
             }
             assert!(!has_budget_remaining());
-            leave_poll(outer);
+            end_poll();
+            assert_eq!(current_budget(), Budget::UNCONSTRAINED, "between polls");
+            put_back(outer);
             assert_eq!(current_budget(), Budget(POLL_BUDGET));
         });
         assert_eq!(current_budget(), Budget::UNCONSTRAINED);

@@ -15,7 +15,9 @@
 //! target, a 64th of the threshold, and falls to one poll as soon as a
 //! group takes longer than the target. Tasks whose polls are long
 //! compared with a clock read are therefore timed one by one, and short
-//! ones pay for two reads per [`MAX_GROUP`] polls.
+//! ones pay for two reads per [`MAX_GROUP`] polls. Between those, a poll
+//! costs the loop a compare with zero before it (is a group open?) and a
+//! decrement in memory with a branch after it (is the group full?).
 //!
 //! A group is made of task polls only: it ends (with its clock read)
 //! before the loop runs anything else (a fork/join job), before it idles,
@@ -98,7 +100,9 @@ impl PollTiming {
     #[inline(never)]
     fn group_took(&self, ticks: u64, counters: &WorkerCounters) {
         // A "negative" interval (the thread moved to a core whose counter
-        // is a little behind) wraps to near `u64::MAX`: not a long group.
+        // is a little behind) wraps to near `u64::MAX`, and a group that
+        // its completing poll ended measures at least 2^63 ticks
+        // (`ended_start`): not a long group.
         if ticks >= 1 << 63 {
             return;
         }
@@ -132,12 +136,24 @@ pub(crate) struct PollGroup {
 thread_local! {
     /// The clock when this thread's open group's first poll started.
     static START: Cell<u64> = const { Cell::new(0) };
-    /// The polls this thread's open group has left; 0: none open.
-    /// Thread-locals rather than values of the loop, so that a task's poll
-    /// can end its group as it completes ([`poll_completing`]); two, so
-    /// that counting a poll touches one word. `const`, without a
+    /// The polls this thread's open group has left, the running one
+    /// included; 0: none open. Thread-locals rather than values of the
+    /// loop, so that a task's poll can end its group as it completes
+    /// ([`poll_completing`]); two, so that counting a poll touches one
+    /// word: the end of a poll is a decrement in memory and a branch on
+    /// zero, the start of one a compare with zero. `const`, without a
     /// destructor: a plain load or store.
     static LEFT: Cell<u32> = const { Cell::new(0) };
+}
+
+/// What [`poll_completing`] leaves in `START` when it ends a group whose
+/// last poll still runs: half the counter's range past the clock, so that
+/// the interval the poll's end measures is at least 2^63 ticks, which
+/// [`PollTiming::group_took`] takes for "negative" and ignores. The poll's
+/// end then needs no test of its own for a group that ended early.
+#[inline]
+fn ended_start(now: u64) -> u64 {
+    now.wrapping_add(1 << 63)
 }
 
 /// A scheduler loop starts on this thread, maybe inside a poll of an outer
@@ -177,21 +193,16 @@ pub(crate) fn before_poll(timing: &PollTiming) {
 }
 
 /// The poll begun after [`before_poll`] ended: the group ends if it is
-/// full.
+/// full. (A group that its poll ended early, [`poll_completing`], ends
+/// here too, measuring nothing: see [`ended_start`].)
 #[inline]
 pub(crate) fn after_poll<'c>(timing: &PollTiming, counters: impl FnOnce() -> &'c WorkerCounters) {
-    let ends = LEFT.with(|left| match left.get() {
-        // Ended already: the poll completed its task after a long group
-        // (`poll_completing`).
-        0 => false,
-        1 => {
-            left.set(0);
-            true
-        }
-        more => {
-            left.set(more - 1);
-            false
-        }
+    let ends = LEFT.with(|left| {
+        // Written so that it compiles to a decrement in memory and a
+        // branch: `before_poll` left at least one.
+        let rest = left.get().wrapping_sub(1);
+        left.set(rest);
+        rest == 0
     });
     if ends {
         end(timing, counters);
@@ -234,21 +245,25 @@ pub(crate) fn time_one<'c>(
     leave_loop(outer, timing, counters);
 }
 
-/// A task's poll returned `Ready`, and the task is about to complete: the
+/// A task's poll returned `Ready`, and the task is about to complete (its
+/// future dropped, its output stored but not yet visible): the
 /// ticks its group took so far if that may be longer than the threshold
 /// (`None` otherwise, and outside a group), for the executor to count
 /// ([`PollTiming::completed`]) before the task's handle sees the output.
-/// Such a group ends here (the poll's end finds it ended), so that nothing
-/// is counted twice and the next group starts at the size the long one
-/// left, one poll. A clock read per completed task.
+/// Such a group ends with this poll, measuring nothing more (see
+/// [`ended_start`]), so that nothing is counted twice and the next group
+/// starts at the size the long one left, one poll. A clock read per
+/// completed task.
 #[inline]
 pub(crate) fn poll_completing() -> Option<u64> {
     if LEFT.with(Cell::get) == 0 {
         return None;
     }
-    let took = clock::ticks().wrapping_sub(START.with(Cell::get));
+    let now = clock::ticks();
+    let took = now.wrapping_sub(START.with(Cell::get));
     if (MAY_BE_LONG..1 << 63).contains(&took) {
-        LEFT.with(|left| left.set(0));
+        LEFT.with(|left| left.set(1));
+        START.with(|start| start.set(ended_start(now)));
         Some(took)
     } else {
         None
@@ -368,7 +383,9 @@ mod tests {
 
     // Mutation caught: `poll_completing` not ending the group (the
     // completed poll counted again when the group ends, and the size not
-    // back to one for the next poll).
+    // back to one for the next poll): leaving `START` as it was (counted
+    // again at the poll's end), or leaving `LEFT` at 0 (the poll's end
+    // wraps it, and the group never ends: the next long poll is lost).
     #[test]
     fn a_completing_poll_is_counted_once() {
         let timing = PollTiming::new(Duration::from_millis(1));

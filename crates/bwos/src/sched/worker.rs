@@ -87,6 +87,7 @@ use std::time::Instant;
 
 use bwos_queue::{fifo, lifo};
 
+use super::coop;
 use super::idle::park;
 use super::idle::sleep::IdleHint;
 use super::idle::{Idle, IdleConfig, IdlePolicy, IdleWorker};
@@ -184,14 +185,20 @@ pub(crate) struct WorkerThread {
     /// through it.
     counters: *const WorkerCounters,
     victims: Victims,
-    /// Points into `registry`, which this worker keeps alive.
+    /// The idle hint `join` reads: the pool's, which points into
+    /// `registry` (kept alive by this worker), or one that always reads
+    /// "idle" when lazy queueing is off
+    /// (`ThreadPoolBuilder::lazy_queueing(false)`), so that every `join`
+    /// calls the cold [`offer`](Self::offer), which queues `b` and
+    /// consults the real one. That keeps the option off the default fast
+    /// path.
     idle_hint: IdleHint,
-    /// The pool's real idle hint when lazy queueing is off
-    /// (`ThreadPoolBuilder::lazy_queueing(false)`), else `None`. Without
-    /// lazy queueing `idle_hint` always reads "idle", so that every
-    /// `join` calls the cold [`offer`](Self::offer), which queues `b` and
-    /// consults this. That keeps the option off the default fast path.
-    real_hint_without_lazy_queueing: Option<IdleHint>,
+    /// The pool's idle hint, whether lazy queueing is on or off: a field
+    /// of its own rather than chosen from the two at each use, which cost
+    /// four instructions on every task poll and wake-up.
+    real_idle_hint: IdleHint,
+    /// `ThreadPoolBuilder::lazy_queueing`.
+    lazy_queueing: bool,
     idle_config: IdleConfig,
     /// Whether to publish the heartbeat and CPU between jobs (for
     /// topology-aware stealing and yielding to a preempted victim).
@@ -303,10 +310,9 @@ impl WorkerThread {
     }
 
     /// The pool's idle hint, the real one even without lazy queueing.
-    #[inline]
+    #[inline(always)]
     fn real_idle_hint(&self) -> IdleHint {
-        self.real_hint_without_lazy_queueing
-            .unwrap_or(self.idle_hint)
+        self.real_idle_hint
     }
 
     pub(crate) fn index(&self) -> usize {
@@ -338,20 +344,43 @@ impl WorkerThread {
         match job {
             Some(job) => {
                 self.share_tasks_if_idle();
-                // SAFETY: as in `run_until`: a job taken out of the pool's
-                // queues is executed once, by its taker.
-                let run = || unsafe { job.execute() };
                 if Notified::is_entry(job) {
-                    self.counters().poll();
-                    long_polls::time_one(&self.poll_timing, || self.counters(), run);
+                    // SAFETY: as in `run_until`: a job taken out of the
+                    // pool's queues is executed once, by its taker.
+                    unsafe { self.poll_task_alone(job) };
                 } else {
                     self.counters().job();
-                    run();
+                    // SAFETY: as above.
+                    unsafe { job.execute() };
                 }
                 Yield::Executed
             }
             None => Yield::Idle,
         }
+    }
+
+    /// Runs the task entry `entry` outside the scheduler loop (`yield_now`,
+    /// tasks served between jobs), maybe inside another task's poll: the
+    /// poll is counted, timed alone (`long_polls.rs`) and has its own
+    /// budget (`coop.rs`), the outer poll's set aside meanwhile.
+    ///
+    /// # Safety
+    /// `entry` is a task entry the caller took out of the pool's queues
+    /// (so that this is its only execution).
+    unsafe fn poll_task_alone(&self, entry: JobRef) {
+        self.counters().poll();
+        let outer_budget = coop::set_aside();
+        long_polls::time_one(
+            &self.poll_timing,
+            || self.counters(),
+            || {
+                coop::start_poll();
+                // SAFETY: forwarded from the caller.
+                unsafe { entry.execute() };
+                coop::end_poll();
+            },
+        );
+        coop::put_back(outer_budget);
     }
 
     /// See the field: the stack address below which `fork` switches to a
@@ -505,15 +534,13 @@ impl WorkerThread {
     /// shares only if a worker really is idle.
     #[cold]
     pub(crate) fn offer(&self) -> bool {
-        match self.real_hint_without_lazy_queueing {
-            None => self.share_with_idle(),
-            Some(real_hint) => {
-                if real_hint.anyone_idle() {
-                    self.share_with_idle();
-                }
-                true
-            }
+        if self.lazy_queueing {
+            return self.share_with_idle();
         }
+        if self.real_idle_hint.anyone_idle() {
+            self.share_with_idle();
+        }
+        true
     }
 
     fn share_with_idle(&self) -> bool {
@@ -605,21 +632,19 @@ impl WorkerThread {
     fn serve_tasks_between_jobs(&self, until: Instant) {
         self.serving_depth.set(self.serving_depth.get() + 1);
         park::poll_driver_now(&self.registry);
-        while let Some(task) = self
-            .take_local_task()
-            .or_else(|| self.take_injected_tasks())
-        {
+        // The injector is looked at (one load) before it is taken from:
+        // an empty one's take costs dozens of instructions, every slice.
+        while let Some(task) = self.take_local_task().or_else(|| {
+            if self.registry.tasks.has_injected() {
+                self.take_injected_tasks()
+            } else {
+                None
+            }
+        }) {
             self.share_tasks_if_idle();
-            self.counters().poll();
-            long_polls::time_one(
-                &self.poll_timing,
-                || self.counters(),
-                || {
-                    // SAFETY: as in `run_until`: a task taken out of the pool's
-                    // queues is run once, by its taker.
-                    unsafe { task.into_job_ref().execute() }
-                },
-            );
+            // SAFETY: as in `run_until`: a task taken out of the pool's
+            // queues is run once, by its taker.
+            unsafe { self.poll_task_alone(task.into_job_ref()) };
             if Instant::now() >= until {
                 break;
             }
@@ -931,6 +956,10 @@ impl WorkerThread {
     /// `PoolStats::long_polls` (`long_polls.rs`); a group ends before
     /// anything else runs here.
     fn run_until(&self, latch: &CoreLatch, mut idle: Idle) {
+        // This loop may run inside a task's poll (a `join` there waiting
+        // for a thief): that poll's budget and open group of polls wait
+        // until the loop returns.
+        let outer_budget = coop::set_aside();
         let outer = long_polls::enter_loop();
         while !latch.probe() {
             match self.find_work(Some(&mut idle)) {
@@ -943,12 +972,14 @@ impl WorkerThread {
                     if Notified::is_entry(job) {
                         self.counters().poll();
                         long_polls::before_poll(&self.poll_timing);
+                        coop::start_poll();
                         // SAFETY: every `JobRef` in the pool's queues and
                         // injector is executed exactly once, by whoever
                         // takes it out; its job is alive until then (stack
                         // jobs' frames wait for their latch, heap jobs and
                         // task entries own themselves).
                         unsafe { job.execute() };
+                        coop::end_poll();
                         long_polls::after_poll(&self.poll_timing, || self.counters());
                     } else {
                         self.counters().job();
@@ -964,6 +995,7 @@ impl WorkerThread {
             }
         }
         long_polls::leave_loop(outer, &self.poll_timing, || self.counters());
+        coop::put_back(outer_budget);
         idle.work_found(self.idle_worker());
     }
 
@@ -1097,17 +1129,18 @@ impl WorkerThread {
         settings: WorkerSettings,
         building_thread: bool,
     ) -> Self {
-        let real_hint = registry.sleepers.hint();
-        let (idle_hint, real_hint_without_lazy_queueing) = if settings.lazy_queueing {
-            (real_hint, None)
+        let real_idle_hint = registry.sleepers.hint();
+        let idle_hint = if settings.lazy_queueing {
+            real_idle_hint
         } else {
-            (IdleHint::always_idle(), Some(real_hint))
+            IdleHint::always_idle()
         };
         let counters: *const WorkerCounters = registry.counters(index);
         WorkerThread {
             counters,
             idle_hint,
-            real_hint_without_lazy_queueing,
+            real_idle_hint,
+            lazy_queueing: settings.lazy_queueing,
             queue,
             tasks,
             task_ticks: Cell::new(0),

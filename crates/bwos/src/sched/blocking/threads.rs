@@ -11,9 +11,9 @@ use std::sync::{Arc, Weak};
 
 use super::queue::Pushed;
 use super::{BlockingPool, Shared, THIS_THREAD};
-use crate::sched::context;
 use crate::sched::registry::Registry;
 use crate::sched::task::raw::Notified;
+use crate::sched::{context, coop};
 
 /// Queues `task` for a blocking thread of `registry`'s pool: an idle one,
 /// a new one if fewer than the maximum run, else the next one to finish.
@@ -68,6 +68,9 @@ fn run(shared: Arc<Shared>, owner: Weak<Registry>) {
         // Panics are caught by the task cell (the handle gets a
         // `JoinError`), so the thread survives its closures. The
         // closure's tasks, timers and joins go to this pool.
+        // The closure's one poll has a budget, as a task's
+        // (`sched/coop.rs`).
+        coop::start_poll();
         match owner.upgrade() {
             Some(registry) => {
                 context::enter(&registry, || task.run());
@@ -77,6 +80,7 @@ fn run(shared: Arc<Shared>, owner: Weak<Registry>) {
             }
             None => task.run(),
         }
+        coop::end_poll();
     }
     THIS_THREAD.with(|this| this.borrow_mut().take());
 }

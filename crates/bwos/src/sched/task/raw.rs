@@ -323,13 +323,8 @@ where
                 let waker =
                     ManuallyDrop::new(unsafe { Waker::from_raw(raw_waker::<F, S>(header)) });
                 let mut cx = Context::from_waker(&waker);
-                // Each poll has a fresh cooperative budget, so that a
-                // task whose operations are always ready yields after
-                // `POLL_BUDGET` of them (`sched/coop.rs`, whose docs say
-                // what this costs). Set outside `catch_unwind`, which
-                // returns on a panic too: restoring the thread's budget
-                // afterwards then needs no unwinding path.
-                let outer = coop::enter_poll();
+                // The cooperative budget of the poll is set by whoever
+                // runs the entry (`sched/coop.rs`).
                 let polled = panic::catch_unwind(AssertUnwindSafe(|| {
                     // SAFETY: `RUNNING`: this thread alone touches the
                     // stage.
@@ -339,22 +334,11 @@ where
                             // cell (boxed, and freed only after the stage
                             // is dropped in place), so pinning it is sound.
                             let future = unsafe { Pin::new_unchecked(future) };
-                            let polled = future.poll(&mut cx);
-                            // Polls are timed by the scheduler loop, after
-                            // they return; one that completes the task is
-                            // looked at here, before its handle can see
-                            // the output (a clock read per task).
-                            if polled.is_ready()
-                                && let Some(ticks) = long_polls::poll_completing()
-                            {
-                                cell.scheduler.long_poll(ticks);
-                            }
-                            polled
+                            future.poll(&mut cx)
                         }
                         _ => unreachable!("a running task's stage holds its future"),
                     }
                 }));
-                coop::leave_poll(outer);
                 match polled {
                     Ok(Poll::Pending) => match cell.header.state.end_poll() {
                         EndPoll::Idle { last } => {
@@ -407,6 +391,8 @@ where
         // the `dealloc` at the end.
         // SAFETY: forwarded from the caller.
         let cell = unsafe { Self::from_header(header) };
+        // Only a poll that returned `Ready` gives an output.
+        let polled_ready = outcome.is_ok();
         let stage = cell.stage.get();
         // SAFETY: `RUNNING`: the stage is this thread's.
         let dropped = panic::catch_unwind(AssertUnwindSafe(|| unsafe {
@@ -418,6 +404,15 @@ where
         };
         // SAFETY: as above.
         unsafe { *stage = Stage::Finished(outcome) };
+        // Polls are timed by the scheduler loop, after they return; one
+        // that completed the task (its future dropped, as part of the
+        // poll) is looked at here, before the handle can see the output
+        // (a clock read per task). Here rather than in `run`: there, the
+        // output kept across the count cost `run` a register to save on
+        // every poll.
+        if polled_ready && let Some(ticks) = long_polls::poll_completing() {
+            cell.scheduler.long_poll(ticks);
+        }
         // Release (in `complete`): the handle that sees `COMPLETE` sees the
         // outcome.
         let before = cell.header.state.complete();
