@@ -22,6 +22,7 @@ use super::blocking::BlockingPool;
 use super::driver::DriverSlot;
 use super::idle::balance::Balance;
 use super::idle::sleep::Sleepers;
+use super::idle::spread::WakeSpread;
 use super::job::JobRef;
 use super::latch::CoreLatch;
 use super::queues::take_oldest;
@@ -81,6 +82,8 @@ pub(crate) struct Registry {
     pub(crate) sleepers: Sleepers,
     /// Wake-up credits, heartbeats and the watchdog role (BWS).
     pub(crate) balance: Balance,
+    /// Woken workers off their wakers' CPUs (`idle/spread.rs`).
+    pub(crate) spread: WakeSpread,
     counters: Box<[CachePadded<WorkerCounters>]>,
     options: RegistryOptions,
     /// The async side: task queues' stealers, task injector, live tasks.
@@ -135,6 +138,7 @@ impl Registry {
             broadcasts: (0..n).map(|_| Injector::new()).collect(),
             sleepers,
             balance: Balance::new(n),
+            spread: WakeSpread::new(n),
             counters: (0..n).map(|_| CachePadded::default()).collect(),
             tasks: PoolTasks::new(task_stealers),
             shutdown: Shutdown::new(n, options.uses_building_thread, join_on_drop),
@@ -231,6 +235,7 @@ impl Registry {
         // must not leave the pool looking idle to the paused clock.
         #[cfg(feature = "test-util")]
         self.auto_advance.worker_busy(index);
+        self.spread.waking(index);
         // Every worker registers before the builder returns the pool, so
         // nobody can have work for an unregistered worker.
         if let Some(thread) = self.threads[index].get() {

@@ -68,6 +68,7 @@ pub(crate) fn block_in_place<R>(f: impl FnOnce() -> R) -> R {
         move || {
             #[cfg(feature = "tokio-compat")]
             let _tokio = super::tokio_compat::enter();
+            super::idle::spread::mark_worker_thread();
             // SAFETY: the worker lives on the original thread's stack,
             // below this `block_in_place`, which joins this thread before
             // it returns; that thread left the worker before this thread

@@ -90,6 +90,7 @@ use bwos_queue::{fifo, lifo};
 use super::coop;
 use super::idle::park;
 use super::idle::sleep::IdleHint;
+use super::idle::spread;
 use super::idle::{Idle, IdleConfig, IdlePolicy, IdleWorker};
 use super::job::{AbortOnUnwind, JobRef};
 use super::latch::CoreLatch;
@@ -775,6 +776,9 @@ impl WorkerThread {
     #[cold]
     #[inline(never)]
     fn share_tasks(&self) {
+        // A worker this one woke may be queued behind it on its CPU: let it
+        // run (and move off) before this poll (`idle/spread.rs`).
+        self.registry.spread.let_wakee_run();
         let private = self.tasks.private_len() > 0;
         if private {
             self.tasks.share();
@@ -1011,6 +1015,7 @@ impl WorkerThread {
         started: Arc<Started>,
     ) {
         let guard = AbortOnUnwind::new("a worker thread's scheduler loop");
+        spread::mark_worker_thread();
         #[cfg(feature = "tokio-compat")]
         let _tokio = super::tokio_compat::enter();
         if settings.pin_threads

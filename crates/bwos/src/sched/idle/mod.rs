@@ -49,6 +49,7 @@ pub(crate) mod balance;
 pub(crate) mod driver_seat;
 pub(crate) mod park;
 pub(crate) mod sleep;
+pub(crate) mod spread;
 
 use crate::sched::latch::CoreLatch;
 use crate::sched::registry::Registry;
@@ -384,6 +385,13 @@ impl Idle {
         // Before the worker runs anything: if it watched the timers (or
         // was just handed the watch), another sleeper takes the watch.
         park::leave_timer_watch(registry, worker.index);
+        if outcome != SleepOutcome::DidNotPark {
+            // Before it looks for work: off its waker's CPU (`spread.rs`).
+            let woken = outcome == SleepOutcome::Woken;
+            registry
+                .spread
+                .resumed(worker.index, woken && !worker.config.oversubscribed);
+        }
         if outcome == SleepOutcome::Woken {
             worker.counters().wakeup();
         }
