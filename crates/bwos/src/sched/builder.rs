@@ -432,7 +432,12 @@ impl ThreadPoolBuilder {
     /// worker runs. Linux only: elsewhere, or if the kernel refuses,
     /// [`build`](Self::build) fails with [`ThreadPoolBuildError::Pin`].
     /// Default `false`: workers go where the OS puts them, and publish the
-    /// CPU they last ran on.
+    /// CPU they last ran on. One exception, on Linux, in pools with no more
+    /// workers than CPUs: a worker woken onto the CPU of the worker that
+    /// woke it moves to another CPU at once (its affinity briefly excludes
+    /// that CPU, then is set back to exactly what it was), since a kernel
+    /// that keeps both on one CPU while another idles makes the work
+    /// shared with the wakee wait for the waker.
     pub fn pin_threads(mut self, pin: bool) -> Self {
         self.pin_threads = pin;
         self
