@@ -433,7 +433,8 @@ impl ThreadPoolBuilder {
     /// [`build`](Self::build) fails with [`ThreadPoolBuildError::Pin`].
     /// Default `false`: workers go where the OS puts them, and publish the
     /// CPU they last ran on. One exception, on Linux, in pools with no more
-    /// workers than CPUs: a worker woken onto the CPU of the worker that
+    /// workers than CPUs and an idle policy other than
+    /// [`IdlePolicy::Balanced`]: a worker woken onto the CPU of the worker that
     /// woke it moves to another CPU at once (its affinity briefly excludes
     /// that CPU, then is set back to exactly what it was), since a kernel
     /// that keeps both on one CPU while another idles makes the work

@@ -387,10 +387,10 @@ impl Idle {
         park::leave_timer_watch(registry, worker.index);
         if outcome != SleepOutcome::DidNotPark {
             // Before it looks for work: off its waker's CPU (`spread.rs`).
-            let woken = outcome == SleepOutcome::Woken;
-            registry
-                .spread
-                .resumed(worker.index, woken && !worker.config.oversubscribed);
+            let may_move = outcome == SleepOutcome::Woken
+                && !worker.config.oversubscribed
+                && worker.config.policy != IdlePolicy::Balanced;
+            registry.spread.resumed(worker.index, may_move);
         }
         if outcome == SleepOutcome::Woken {
             worker.counters().wakeup();

@@ -35,8 +35,13 @@
 //! With both steps the short tasks waited in 0 to 1 of 200 rounds (one step
 //! alone: 50 to 99%). A pool with more workers than CPUs skips step 2:
 //! there workers share CPUs anyway, and moving at every wake-up would cost
-//! the migrations without freeing a CPU. Pinned workers
-//! (`ThreadPoolBuilder::pin_threads`) have one allowed CPU and never move.
+//! the migrations without freeing a CPU. Nor does a pool under
+//! `IdlePolicy::Balanced`, the policy for machines shared with other
+//! programs: there the other CPUs are busy with those programs rather than
+//! idle, and in one co-run measurement (`bwos-bench corun`, 2 workers per
+//! program) Balanced's average unfairness went from 40% to 72% with moves.
+//! Pinned workers (`ThreadPoolBuilder::pin_threads`) have one allowed CPU
+//! and never move.
 //!
 //! Everything here is a hint: a lost or stale record costs at most one
 //! needless move or yield, never a wake-up (those go through `sleep.rs`),
@@ -95,7 +100,8 @@ impl WakeSpread {
     }
 
     /// Worker `index` resumes after a sleep; if `may_move` (another thread
-    /// woke it and the pool has no more workers than CPUs), it moves off
+    /// woke it, the pool has no more workers than CPUs and is not
+    /// `Balanced`), it moves off
     /// its waker's CPU if it runs there (step 2).
     pub(crate) fn resumed(&self, index: usize, may_move: bool) {
         // Relaxed: hints, as above.
