@@ -38,9 +38,10 @@
 //! the migrations without freeing a CPU. Nor does a pool under
 //! `IdlePolicy::Balanced`, the policy for machines shared with other
 //! programs: there the other CPUs are busy with those programs rather than
-//! idle, and in one co-run measurement (`bwos-bench corun`, 2 workers per
-//! program) Balanced's average unfairness went from 40% to 72% with moves.
-//! Pinned workers (`ThreadPoolBuilder::pin_threads`) have one allowed CPU
+//! idle, so a move frees nothing. (One co-run measurement, `bwos-bench
+//! corun`, 2 workers per program, had Balanced's average unfairness go
+//! from 40% to 72% with moves; co-runs vary by 10-30 points between runs,
+//! so this is caution, not a measured loss.) Pinned workers (`ThreadPoolBuilder::pin_threads`) have one allowed CPU
 //! and never move.
 //!
 //! Everything here is a hint: a lost or stale record costs at most one
