@@ -633,15 +633,10 @@ impl WorkerThread {
     fn serve_tasks_between_jobs(&self, until: Instant) {
         self.serving_depth.set(self.serving_depth.get() + 1);
         park::poll_driver_now(&self.registry);
-        // The injector is looked at (one load) before it is taken from:
-        // an empty one's take costs dozens of instructions, every slice.
-        while let Some(task) = self.take_local_task().or_else(|| {
-            if self.registry.tasks.has_injected() {
-                self.take_injected_tasks()
-            } else {
-                None
-            }
-        }) {
+        while let Some(task) = self
+            .take_local_task()
+            .or_else(|| self.take_injected_tasks())
+        {
             self.share_tasks_if_idle();
             // SAFETY: as in `run_until`: a task taken out of the pool's
             // queues is run once, by its taker.
@@ -822,15 +817,18 @@ impl WorkerThread {
     #[inline(never)]
     fn look_outside(&self) -> Option<Notified> {
         park::poll_driver_now(&self.registry);
-        if self.registry.tasks.has_injected() {
-            return self.take_injected_tasks();
-        }
-        None
+        self.take_injected_tasks()
     }
 
     /// The oldest injected task, after moving up to [`INJECTOR_BATCH`] more
-    /// to this worker's queue.
+    /// to this worker's queue. The injector is looked at (one load) before
+    /// it is taken from: an empty one's take costs dozens of instructions,
+    /// and most callers find it empty (every slice of fork/join work,
+    /// every [`INJECTOR_INTERVAL`]th task, every idle round).
     fn take_injected_tasks(&self) -> Option<Notified> {
+        if !self.registry.tasks.has_injected() {
+            return None;
+        }
         let first = self.registry.tasks.take_injected()?;
         self.move_injected_tasks();
         self.batch_landed();
