@@ -196,6 +196,7 @@ mod sched;
 // A loom build compiles only the protocol cores, at their usual paths.
 #[cfg(bwos_loom)]
 mod sched {
+    pub(crate) mod handover;
     pub(crate) mod latch;
     pub(crate) mod sync;
     pub(crate) mod task;

@@ -158,3 +158,179 @@ fn a_panic_in_the_closure_comes_back_out() {
         assert_eq!(pool.install(|| bwos::join(|| 1, || 2)), (1, 2));
     });
 }
+
+/// A flag a future can wait for: set once, from any thread.
+#[derive(Clone, Default)]
+struct Flag(Arc<(AtomicBool, std::sync::Mutex<Vec<std::task::Waker>>)>);
+
+impl Flag {
+    fn set(&self) {
+        self.0.0.store(true, Ordering::SeqCst);
+        for waker in self.0.1.lock().unwrap().drain(..) {
+            waker.wake();
+        }
+    }
+
+    fn is_set(&self) -> bool {
+        self.0.0.load(Ordering::SeqCst)
+    }
+
+    async fn wait(&self) {
+        std::future::poll_fn(|cx| {
+            self.0.1.lock().unwrap().push(cx.waker().clone());
+            if self.is_set() {
+                std::task::Poll::Ready(())
+            } else {
+                std::task::Poll::Pending
+            }
+        })
+        .await;
+    }
+}
+
+/// On a one-worker pool, task 1 queues task 2 and then waits in
+/// `block_on` for a flag set from outside; task 2 waits in `block_on` for
+/// task 1 to finish. A `block_on` that ran the worker's other tasks while
+/// it waited would poll task 2 on top of task 1's `block_on`, which then
+/// could not return before task 2 did: a deadlock. The fuzzer
+/// (`executor_fuzz.rs`) found this shape with a chain through the blocking
+/// pool.
+#[test]
+fn a_block_on_in_a_task_never_waits_under_another_task() {
+    watchdog("block_on_never_under_another_task", || {
+        let pool = pool(1);
+        for _ in 0..10 {
+            let (outside, first_done, second_waits) =
+                (Flag::default(), Flag::default(), Flag::default());
+            let setter = std::thread::spawn({
+                let (outside, second_waits) = (outside.clone(), second_waits.clone());
+                move || {
+                    assert!(wait_until(|| second_waits.is_set()), "task 2 never ran");
+                    // Task 2 is then (about to be) parked in its `block_on`.
+                    std::thread::sleep(Duration::from_millis(5));
+                    outside.set();
+                }
+            });
+            let second = pool.block_on(pool.spawn_task(async move {
+                let second = bwos::task::spawn({
+                    let (first_done, second_waits) = (first_done.clone(), second_waits.clone());
+                    async move {
+                        second_waits.set();
+                        bwos::block_on(first_done.wait());
+                        2
+                    }
+                });
+                bwos::block_on(outside.wait());
+                first_done.set();
+                second.await.unwrap()
+            }));
+            assert_eq!(second.unwrap(), 2);
+            setter.join().unwrap();
+        }
+        // The worker is back on its thread and runs tasks and timers.
+        let late = pool.block_on(pool.spawn_task(async {
+            bwos::time::sleep(Duration::from_millis(2)).await;
+            3
+        }));
+        assert_eq!(late.unwrap(), 3);
+    });
+}
+
+/// `block_in_place` inside a task that the replacement runs: the thread
+/// that lent the worker first gets it back first when its closure returns,
+/// although the replacement's own closure still blocks; that closure
+/// waits for what the first thread does next. Giving the worker back only
+/// in the order it was lent (the replacement's closure first) deadlocks.
+#[test]
+fn the_worker_comes_back_to_whichever_closure_returns_first() {
+    watchdog("block_in_place_any_order", || {
+        let pool = pool(1);
+        for _ in 0..10 {
+            let (outside, first_back, second_blocks) =
+                (Flag::default(), Flag::default(), Flag::default());
+            let setter = std::thread::spawn({
+                let (outside, second_blocks) = (outside.clone(), second_blocks.clone());
+                move || {
+                    assert!(wait_until(|| second_blocks.is_set()), "task 2 never ran");
+                    std::thread::sleep(Duration::from_millis(5));
+                    outside.set();
+                }
+            });
+            let second = pool.block_on(pool.spawn_task(async move {
+                let second = bwos::task::spawn({
+                    let (first_back, second_blocks) = (first_back.clone(), second_blocks.clone());
+                    async move {
+                        second_blocks.set();
+                        block_in_place(|| wait_until(|| first_back.is_set()))
+                    }
+                });
+                block_in_place(|| assert!(wait_until(|| outside.is_set())));
+                first_back.set();
+                second.await.unwrap()
+            }));
+            assert!(second.unwrap(), "task 2's closure gave up waiting");
+            setter.join().unwrap();
+        }
+        let late = pool.block_on(pool.spawn_task(async {
+            bwos::time::sleep(Duration::from_millis(2)).await;
+            3
+        }));
+        assert_eq!(late.unwrap(), 3);
+    });
+}
+
+/// Counts its drops.
+struct DropCount(Arc<AtomicUsize>);
+
+impl Drop for DropCount {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Three tasks each `block_on` a task that `block_on`s a third, and the
+/// pool is dropped meanwhile: the workers move to replacement threads
+/// (one per `block_on`), a worker's own thread may get it back and reach
+/// its shutdown while a replacement's `block_on` still waits for tasks
+/// queued on that worker. Every task's future is dropped (run to its end
+/// or cancelled): the worker's own thread runs the worker on until the
+/// threads that lent it have it back. (Stopping to run it then, it waited
+/// for them forever, and they for tasks nobody ran.)
+#[test]
+fn a_pool_dropped_under_nested_block_ons_drops_every_task() {
+    watchdog("dropped_under_nested_block_ons", || {
+        for round in 0..50u64 {
+            let pool = bwos::ThreadPoolBuilder::new()
+                .num_threads(3)
+                .detach_threads_on_drop(true)
+                .build()
+                .unwrap();
+            let dropped = Arc::new(AtomicUsize::new(0));
+            for _ in 0..3 {
+                let guard = DropCount(dropped.clone());
+                drop(pool.spawn_task(async move {
+                    let _guard = guard;
+                    bwos::block_on(async {
+                        let inner = bwos::task::spawn(async {
+                            bwos::block_on(async {
+                                let leaf = bwos::task::spawn(async {
+                                    std::thread::sleep(Duration::from_micros(200));
+                                    bwos::task::yield_now().await;
+                                });
+                                let _ = leaf.await;
+                            })
+                        });
+                        let _ = inner.await;
+                    });
+                }));
+            }
+            std::thread::sleep(Duration::from_micros(100 * (round % 5)));
+            drop(pool);
+            assert!(
+                wait_until(|| dropped.load(Ordering::SeqCst) == 3),
+                "round {round}: {} of 3 tasks dropped",
+                dropped.load(Ordering::SeqCst)
+            );
+        }
+    });
+}

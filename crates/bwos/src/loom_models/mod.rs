@@ -26,6 +26,7 @@ mod blocking;
 mod driver_seat;
 mod fork_boundary;
 mod fork_join;
+mod handover;
 mod latch;
 mod scope_counter;
 mod sleep;

@@ -61,6 +61,7 @@ pub(crate) mod error;
 pub(crate) mod frame_cache;
 pub(crate) mod global;
 pub(crate) mod handle;
+pub(crate) mod handover;
 pub(crate) mod idle;
 pub(crate) mod inject;
 pub(crate) mod job;

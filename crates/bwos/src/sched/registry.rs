@@ -20,6 +20,7 @@ use crossbeam_utils::CachePadded;
 
 use super::blocking::BlockingPool;
 use super::driver::DriverSlot;
+use super::handover::Handover;
 use super::idle::balance::Balance;
 use super::idle::sleep::Sleepers;
 use super::idle::spread::WakeSpread;
@@ -71,6 +72,9 @@ pub(crate) struct Registry {
     /// Per worker: whether `replacements` holds a thread (the unpark
     /// path's one extra load).
     replaced: Box<[AtomicBool]>,
+    /// Per worker: the baton its threads take turns with while one of them
+    /// is in `block_in_place` (`handover.rs`).
+    handovers: Box<[Handover]>,
     injector: Injector<JobRef>,
     /// Per worker: its spawn-FIFO queue, the jobs spawned FIFO on it
     /// (`spawn_fifo`, `ScopeFifo`), oldest first. Each has a trampoline
@@ -133,6 +137,7 @@ impl Registry {
             threads: (0..n).map(|_| OnceLock::new()).collect(),
             replacements: (0..n).map(|_| Mutex::new(None)).collect(),
             replaced: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            handovers: (0..n).map(|_| Handover::new()).collect(),
             injector: Injector::new(),
             spawn_fifos: (0..n).map(|_| Injector::new()).collect(),
             broadcasts: (0..n).map(|_| Injector::new()).collect(),
@@ -207,6 +212,13 @@ impl Registry {
         let _ = self.threads[index].set(std::thread::current());
     }
 
+    /// Whether the calling thread is worker `index`'s own thread.
+    pub(crate) fn is_own_thread(&self, index: usize) -> bool {
+        self.threads[index]
+            .get()
+            .is_some_and(|thread| thread.id() == std::thread::current().id())
+    }
+
     /// Records the calling thread as the one that runs worker `index` in
     /// place of its own thread (`replacement.rs`), before it takes work.
     pub(crate) fn register_replacement(&self, index: usize) {
@@ -227,6 +239,17 @@ impl Registry {
     /// The stack size the builder asked for the workers.
     pub(crate) fn worker_stack_size(&self) -> Option<usize> {
         self.options.worker_stack_size
+    }
+
+    /// Worker `index`'s baton (`handover.rs`).
+    pub(crate) fn handover(&self, index: usize) -> &Handover {
+        &self.handovers[index]
+    }
+
+    /// A thread waits for worker `index` (`Handover::wait_for_turn`): the
+    /// thread running it reaches a boundary soon, also if it sleeps.
+    pub(crate) fn wake_runner(&self, index: usize) {
+        super::handover::wake_runner(&self.sleepers, index, |index| self.unpark(index));
     }
 
     /// Wakes worker `index` if it is parked.
@@ -303,10 +326,12 @@ impl Registry {
     }
 
     /// Whether sleeping worker `index` would find work: injected or
-    /// stealable jobs or tasks, or a broadcast for it. Called once per
+    /// stealable jobs or tasks, a broadcast for it, or a thread waiting
+    /// to take it over (`handover.rs`). Called once per
     /// fall-asleep, after the fence.
     pub(crate) fn has_visible_work(&self, index: usize) -> bool {
         !self.broadcasts[index].is_empty()
+            || self.handovers[index].is_wanted()
             || !self.injector.is_empty()
             || self.stealers.iter().any(|s| !s.is_empty())
             || self.tasks.has_visible_work()

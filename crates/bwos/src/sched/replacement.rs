@@ -15,28 +15,59 @@
 //! closure. Unparks of the worker reach the replacement
 //! (`Registry::register_replacement`).
 //!
-//! When the closure returns, the thread sets the replacement's latch and
-//! joins it: the replacement finishes the job or task poll it is running,
-//! leaves the loop (handing over the timers' watch if it held it) and
-//! exits, and the thread takes its worker back. That wait is the one cost
-//! the caller sees: at most one job or poll of the pool's work.
+//! When the closure returns, the thread waits for its turn to run the
+//! worker again (`handover.rs`): the thread running it passes it on at its
+//! next boundary between jobs and polls, and a replacement then exits.
+//! That wait is the one cost the caller sees: at most one job or poll of
+//! the pool's work. The worker is passed on in the order threads wait for
+//! it, not in the order it was lent: a replacement may itself lend it on
+//! (a `block_on` in a task it polls), and the first thread's closure may
+//! be what the later one waits for.
 //!
-//! The worker is used by one thread at a time: the original thread does
-//! not touch it between leaving it and joining the replacement, and the
-//! thread start and the join order the two threads' accesses.
+//! The worker is used by one thread at a time: a thread touches it only
+//! between taking its turn and passing it on, and the baton's lock (or
+//! the thread start, for a new replacement) orders the two threads'
+//! accesses.
 
+use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
+use std::ptr;
 use std::sync::Arc;
 
 use super::context;
 use super::latch::CoreLatch;
+use super::registry::Registry;
 use super::worker::WorkerThread;
+
+thread_local! {
+    /// The latch of this replacement thread's own scheduler loop, the one
+    /// that ends when a thread waits for the worker; null on other threads.
+    static REPLACEMENT_LOOP: Cell<*const CoreLatch> = const { Cell::new(ptr::null()) };
+}
+
+/// Runs `run`, a replacement's own scheduler loop waiting on `end`.
+pub(crate) fn run_replacement_loop(end: &CoreLatch, run: impl FnOnce()) {
+    REPLACEMENT_LOOP.with(|current| current.set(end));
+    run();
+    REPLACEMENT_LOOP.with(|current| current.set(ptr::null()));
+}
+
+/// Whether the loop waiting on `latch` is the calling replacement's own
+/// loop (see [`run_replacement_loop`]).
+pub(crate) fn is_replacement_loop(latch: &CoreLatch) -> bool {
+    REPLACEMENT_LOOP.with(|current| ptr::eq(current.get(), latch))
+}
 
 /// Runs `f`, which may block, on the calling thread; if that thread is a
 /// worker, another thread runs the worker meanwhile (see the module
 /// docs). Outside a worker, and on a pool's building thread (which runs
 /// pool work only while it waits for some), it simply runs `f`.
-pub(crate) fn block_in_place<R>(f: impl FnOnce() -> R) -> R {
+///
+/// With `test-util`, `f` counts as the pool's work outside its workers
+/// (the paused clock does not jump meanwhile) if `outside_work` says so:
+/// a closure that blocks counts; a `block_on` counts itself, only while it
+/// polls.
+pub(crate) fn block_in_place<R>(outside_work: bool, f: impl FnOnce() -> R) -> R {
     let worker = WorkerThread::current_ptr();
     // SAFETY: as in `WorkerThread::with_current`: non-null, the current
     // worker lives on this thread's stack while the thread runs pool work,
@@ -48,59 +79,68 @@ pub(crate) fn block_in_place<R>(f: impl FnOnce() -> R) -> R {
         return f();
     }
     let registry = Arc::clone(worker.registry());
+    let index = worker.index();
     // For the paused clock, `f` is the pool's work running outside its
     // workers from before the worker moves (it is busy until then) until
     // `f` returned.
     #[cfg(feature = "test-util")]
-    registry.outside_work_started();
-    let give_back = Arc::new(CoreLatch::new());
+    if outside_work {
+        registry.outside_work_started();
+    }
+    #[cfg(not(feature = "test-util"))]
+    let _ = outside_work;
+    let handover = registry.handover(index);
+    handover.lend();
+    let turn = worker.leave_for_a_turn();
+    if !handover.pass_on() && start_replacement(worker, &registry).is_err() {
+        // No thread to be had: run `f` in place, as a worker.
+        worker.take_turn(turn);
+        handover.returned();
+        #[cfg(feature = "test-util")]
+        if outside_work {
+            registry.outside_work_finished();
+        }
+        return f();
+    }
+    let result = panic::catch_unwind(AssertUnwindSafe(|| context::enter(&registry, f)));
+    #[cfg(feature = "test-util")]
+    if outside_work {
+        registry.outside_work_finished();
+    }
+    handover.wait_for_turn(|| registry.wake_runner(index));
+    worker.take_turn(turn);
+    handover.returned();
+    match result {
+        Ok(value) => value,
+        Err(payload) => panic::resume_unwind(payload),
+    }
+}
+
+/// Starts a thread that runs `worker`, which the calling thread left and
+/// nobody waits to take.
+fn start_replacement(worker: &WorkerThread, registry: &Registry) -> std::io::Result<()> {
     // The worker's address crosses to the replacement as an integer: the
     // safety argument is the hand-over's, not the type's.
     let address = std::ptr::from_ref(worker) as usize;
-    worker.leave_thread();
     let mut thread =
         std::thread::Builder::new().name(format!("bwos-replacement-{}", worker.index()));
     if let Some(size) = registry.worker_stack_size() {
         thread = thread.stack_size(size);
     }
-    let replacement = thread.spawn({
-        let give_back = Arc::clone(&give_back);
-        move || {
-            #[cfg(feature = "tokio-compat")]
-            let _tokio = super::tokio_compat::enter();
-            super::idle::spread::mark_worker_thread();
-            // SAFETY: the worker lives on the original thread's stack,
-            // below this `block_in_place`, which joins this thread before
-            // it returns; that thread left the worker before this thread
-            // started and touches it again only after the join.
-            let worker = unsafe { &*(address as *const WorkerThread) };
-            // SAFETY: as above: the original thread left the worker and
-            // waits for this call's end before it uses it.
-            unsafe { worker.run_as_replacement(&give_back) };
-        }
-    });
-    let Ok(replacement) = replacement else {
-        // No thread to be had: run `f` in place, as a worker.
-        worker.return_to_thread();
-        #[cfg(feature = "test-util")]
-        registry.outside_work_finished();
-        return f();
-    };
-    let result = panic::catch_unwind(AssertUnwindSafe(|| context::enter(&registry, f)));
-    #[cfg(feature = "test-util")]
-    registry.outside_work_finished();
-    if give_back.set() {
-        // The replacement sleeps on the latch: wake it (it is registered
-        // as the worker's thread).
-        registry.unpark(worker.index());
-    }
-    if replacement.join().is_err() {
-        // Its loop aborts the process on a panic (`AbortOnUnwind`).
-        unreachable!("a replacement worker panicked");
-    }
-    worker.return_to_thread();
-    match result {
-        Ok(value) => value,
-        Err(payload) => panic::resume_unwind(payload),
-    }
+    // Detached: it exits once it passed the worker on, and touches
+    // nothing of the pool after that.
+    thread.spawn(move || {
+        #[cfg(feature = "tokio-compat")]
+        let _tokio = super::tokio_compat::enter();
+        super::idle::spread::mark_worker_thread();
+        // SAFETY: the worker lives on its own thread's stack, below a
+        // `block_in_place` that takes it back before it returns, which
+        // needs this thread to pass it on; the thread that left it found
+        // nobody to pass it to and starts this thread, which orders their
+        // accesses (`run_as_replacement`'s contract).
+        let worker = unsafe { &*(address as *const WorkerThread) };
+        // SAFETY: as above.
+        unsafe { worker.run_as_replacement() };
+    })?;
+    Ok(())
 }

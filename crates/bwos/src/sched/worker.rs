@@ -88,6 +88,7 @@ use std::time::Instant;
 use bwos_queue::{fifo, lifo};
 
 use super::coop;
+use super::handover::Handover;
 use super::idle::park;
 use super::idle::sleep::IdleHint;
 use super::idle::spread;
@@ -100,6 +101,7 @@ use super::queues::{
     TASK_SLICE,
 };
 use super::registry::Registry;
+use super::replacement;
 use super::stats::WorkerCounters;
 use super::steal::topology::{Topology, current_cpu, pin_current_thread};
 use super::steal::{StealConfig, StealPolicy, Victims};
@@ -130,6 +132,26 @@ thread_local! {
     /// meanwhile, so the thread works for the entered pool as a thread
     /// outside the pools does. At most one of the two is non-null.
     static HIDDEN: Cell<*const WorkerThread> = const { Cell::new(ptr::null()) };
+}
+
+/// What a thread restores when it runs a worker again after another
+/// thread ran it (`WorkerThread::leave_for_a_turn`).
+#[derive(Clone, Copy)]
+pub(crate) struct Turn {
+    /// The stack limit of this thread's stack, which the worker keeps for
+    /// `fork` while this thread runs it.
+    #[cfg(feature = "fork")]
+    stack_limit: usize,
+}
+
+impl Turn {
+    /// The turn of a thread that runs the worker for the first time.
+    pub(crate) fn here() -> Self {
+        Turn {
+            #[cfg(feature = "fork")]
+            stack_limit: super::stack_limit::stack_limit_here(),
+        }
+    }
 }
 
 /// What [`yield_now`](crate::yield_now) or [`yield_local`](crate::yield_local)
@@ -218,6 +240,17 @@ pub(crate) struct WorkerThread {
     /// for the values it takes where the stack bounds are unknown).
     #[cfg(feature = "fork")]
     stack_limit: Cell<usize>,
+    /// `registry.handover(index)`, the baton the loop looks at between
+    /// jobs, without the registry's bounds check. Points into `registry`,
+    /// which this worker keeps alive.
+    handover: *const Handover,
+    /// This thread took the worker back at a boundary and has not run a
+    /// turn of its loop since (`wanted_at_a_boundary`).
+    just_took_turn: Cell<bool>,
+    /// The latch of the loop the worker's own thread runs after its main
+    /// loop until the threads that lent the worker are back
+    /// (`wait_for_borrowers`), else null.
+    borrowers_back: Cell<*const CoreLatch>,
     /// Whether this is the thread that built the pool
     /// (`ThreadPoolBuilder::use_current_thread`): it runs pool work only
     /// while it waits for some, never the scheduler loop.
@@ -964,6 +997,11 @@ impl WorkerThread {
         let outer_budget = coop::set_aside();
         let outer = long_polls::enter_loop();
         while !latch.probe() {
+            // A boundary: another thread may wait to take the worker
+            // (`handover.rs`). One load while nobody does.
+            if self.handover().is_wanted() && self.wanted_at_a_boundary(latch, &mut idle) {
+                break;
+            }
             match self.find_work(Some(&mut idle)) {
                 Some(job) => {
                     idle.work_found(self.idle_worker());
@@ -1033,6 +1071,7 @@ impl WorkerThread {
             &worker.registry.shutdown.latches[index],
             Idle::at_start(worker.idle_worker()),
         );
+        worker.wait_for_borrowers();
         debug_assert!(
             worker.queue.is_empty(),
             "a worker that shut down left jobs behind"
@@ -1059,44 +1098,133 @@ impl WorkerThread {
         guard.disarm();
     }
 
-    /// The calling thread stops being this worker's thread for a while
-    /// (`replacement.rs`): nothing on it finds the worker until
-    /// [`return_to_thread`](Self::return_to_thread), so another thread can
-    /// run it meanwhile.
-    pub(crate) fn leave_thread(&self) {
-        debug_assert!(ptr::eq(CURRENT.with(Cell::get), self));
-        CURRENT.with(|current| current.set(ptr::null()));
+    /// This worker's baton (`handover.rs`).
+    #[inline(always)]
+    fn handover(&self) -> &Handover {
+        // SAFETY: `handover` points into `registry`, which this worker
+        // keeps alive (see the field).
+        unsafe { &*self.handover }
     }
 
-    /// The calling thread, which [left](Self::leave_thread) this worker,
-    /// is its thread again.
-    pub(crate) fn return_to_thread(&self) {
+    /// The calling thread stops being this worker's thread for a while
+    /// (`replacement.rs`, `handover.rs`): nothing on it finds the worker
+    /// until [`take_turn`](Self::take_turn), so another thread can run it
+    /// meanwhile. What the thread must restore then is in the `Turn`.
+    pub(crate) fn leave_for_a_turn(&self) -> Turn {
+        debug_assert!(ptr::eq(CURRENT.with(Cell::get), self));
+        CURRENT.with(|current| current.set(ptr::null()));
+        Turn {
+            #[cfg(feature = "fork")]
+            stack_limit: self.stack_limit.get(),
+        }
+    }
+
+    /// The calling thread, which left this worker with `turn` (or starts a
+    /// replacement's turn with [`Turn::here`]), runs it again: the worker
+    /// is passed on to it (`Handover`) or it never passed it on.
+    pub(crate) fn take_turn(&self, turn: Turn) {
         CURRENT.with(|current| current.set(self));
+        #[cfg(feature = "fork")]
+        self.stack_limit.set(turn.stack_limit);
+        #[cfg(not(feature = "fork"))]
+        let _ = turn;
+        // Unparks of the worker reach its own thread always, and the
+        // thread running it in its place, if any.
+        if self.registry.is_own_thread(self.index) {
+            self.registry.unregister_replacement(self.index);
+        } else {
+            self.registry.register_replacement(self.index);
+        }
+    }
+
+    /// At a boundary of the loop waiting on `latch`, another thread waits
+    /// for the worker. Returns whether the loop ends: on a replacement's
+    /// own loop, which passes the worker on once the loop has left it
+    /// (`run_as_replacement`). Any other loop passes it on here and goes
+    /// on once it has it back, for at least one job or poll before it
+    /// passes it on again: two threads that both wait for the worker then
+    /// make progress in turn.
+    #[cold]
+    #[inline(never)]
+    fn wanted_at_a_boundary(&self, latch: &CoreLatch, idle: &mut Idle) -> bool {
+        if self.just_took_turn.replace(false) {
+            return false;
+        }
+        if replacement::is_replacement_loop(latch) {
+            return true;
+        }
+        self.take_a_turn_off(idle);
+        self.just_took_turn.set(true);
+        // The loop that waits for the borrowers ends once they are all back.
+        ptr::eq(latch, self.borrowers_back.get()) && !self.handover().has_borrowers()
+    }
+
+    /// Another thread waits for the worker: passes it on, waits for it to
+    /// come back and takes it.
+    #[cold]
+    #[inline(never)]
+    fn take_a_turn_off(&self, idle: &mut Idle) {
+        // Out of the sleep protocol's searchers (the worker counts as
+        // busy while another thread runs the frames that wanted it), and
+        // the polls timed so far are a group of their own.
+        idle.work_found(self.idle_worker());
+        long_polls::close(&self.poll_timing, || self.counters());
+        let turn = self.leave_for_a_turn();
+        if self.handover().pass_on() {
+            self.handover()
+                .wait_for_turn(|| self.registry.wake_runner(self.index));
+        }
+        self.take_turn(turn);
+    }
+
+    /// The worker's own thread left its loop for good, but threads that
+    /// lent the worker (a `block_in_place` on a replacement, whose closure
+    /// has not returned) still have frames that use it, and what their
+    /// closures wait for may be queued on it: it runs the loop on until
+    /// each of them has taken its turn and given the worker back.
+    #[cold]
+    fn wait_for_borrowers(&self) {
+        if !self.handover().has_borrowers() {
+            return;
+        }
+        // Ends at the boundary where the last borrower gave the worker
+        // back (`wanted_at_a_boundary`): only a borrower taking its turn
+        // changes the count, and it takes it at a boundary of this loop.
+        let borrowers_back = CoreLatch::new();
+        self.borrowers_back.set(&borrowers_back);
+        self.run_until(&borrowers_back, Idle::new());
+        self.borrowers_back.set(ptr::null());
     }
 
     /// Runs this worker's scheduler loop on the calling thread, which is
-    /// not the worker's own, until `give_back` is set (`replacement.rs`).
+    /// not the worker's own, until a thread waits to take the worker; then
+    /// passes it on (`replacement.rs`, `handover.rs`).
     ///
     /// # Safety
-    /// The worker's own thread has [left](Self::leave_thread) it and does
-    /// not touch it until this call returned (the caller hands the worker
-    /// over and back with synchronization: a thread start and a join), so
-    /// the worker, `Sync` or not, is used by one thread at a time.
-    pub(crate) unsafe fn run_as_replacement(&self, give_back: &CoreLatch) {
+    /// The calling thread may run the worker: the thread that ran it last
+    /// [left](Self::leave_for_a_turn) it, found nobody waiting to take it
+    /// and started this thread, which orders their accesses. The worker
+    /// outlives this call: its own thread takes it back before its frame
+    /// goes, which needs this call to pass it on.
+    pub(crate) unsafe fn run_as_replacement(&self) {
         let guard = AbortOnUnwind::new("a replacement worker's scheduler loop");
-        CURRENT.with(|current| current.set(self));
-        #[cfg(feature = "fork")]
-        let own_stack_limit = self
-            .stack_limit
-            .replace(super::stack_limit::stack_limit_here());
-        self.registry.register_replacement(self.index);
-        // Not `Idle::at_start`: the worker's own thread left it while
-        // running (it did not count as searching), and so does this one.
-        self.run_until(give_back, Idle::new());
-        self.registry.unregister_replacement(self.index);
-        #[cfg(feature = "fork")]
-        self.stack_limit.set(own_stack_limit);
-        CURRENT.with(|current| current.set(ptr::null()));
+        let turn = Turn::here();
+        loop {
+            self.take_turn(turn);
+            // Never set: the loop ends at a boundary where a thread waits
+            // for the worker.
+            let end = CoreLatch::new();
+            replacement::run_replacement_loop(&end, || {
+                // Not `Idle::at_start`: the thread that left the worker was
+                // running (it did not count as searching), and so does this
+                // one.
+                self.run_until(&end, Idle::new());
+            });
+            self.leave_for_a_turn();
+            if self.handover().pass_on() {
+                break;
+            }
+        }
         Self::forget_hidden();
         guard.disarm();
     }
@@ -1139,6 +1267,7 @@ impl WorkerThread {
             IdleHint::always_idle()
         };
         let counters: *const WorkerCounters = registry.counters(index);
+        let handover: *const Handover = registry.handover(index);
         WorkerThread {
             counters,
             idle_hint,
@@ -1168,6 +1297,9 @@ impl WorkerThread {
             full_queue_skip: Cell::new(0),
             #[cfg(feature = "fork")]
             stack_limit: Cell::new(super::stack_limit::stack_limit_here()),
+            handover,
+            just_took_turn: Cell::new(false),
+            borrowers_back: Cell::new(ptr::null()),
             building_thread,
         }
     }

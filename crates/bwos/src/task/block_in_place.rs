@@ -44,5 +44,5 @@ pub fn block_in_place<F, R>(f: F) -> R
 where
     F: FnOnce() -> R,
 {
-    crate::sched::replacement::block_in_place(f)
+    crate::sched::replacement::block_in_place(true, f)
 }

@@ -3,9 +3,11 @@
 //! The future is polled on the thread that called `block_on`, as tokio's
 //! `Runtime::block_on`, `futures::executor::block_on` and smol do, so it
 //! need not be `Send` and may borrow anything. Between polls the thread
-//! waits for the future's waker: a thread outside the pools parks; a
-//! worker (of this pool or another) keeps running its pool's work
-//! meanwhile, as `install` does. While it polls, the calling thread works
+//! waits for the future's waker and parks. On a worker (of this pool or
+//! another) the worker first moves to another thread, as in
+//! `block_in_place` (`sched/replacement.rs`), unless the first poll is
+//! ready: the worker's tasks run on meanwhile, never on top of this
+//! `block_on` (which could not return before they do). While it polls, the calling thread works
 //! for the pool (`sched/context.rs`): the tasks the future spawns, its
 //! timers and its `join`s go to that pool, also on a worker of another
 //! pool.
@@ -18,7 +20,7 @@
 //! wait at once and a stale one is harmless.
 
 use std::future::Future;
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Wake, Waker};
 
@@ -27,16 +29,22 @@ use crate::sched::coop;
 use crate::sched::current::with_current_pool;
 use crate::sched::latch::Latch;
 use crate::sched::registry::Registry;
+use crate::sched::replacement;
 use crate::sched::wait::ThreadLatch;
-#[cfg(feature = "test-util")]
 use crate::sched::worker::WorkerThread;
 
 /// Runs `future` to completion on the calling thread and returns its
 /// output. Tasks, timers and sockets it creates belong to the current pool
 /// (the calling worker's pool, else the pool the thread entered with an
 /// [`EnterGuard`](crate::EnterGuard), else the global pool). Between
-/// polls a thread outside the pools parks; a worker keeps running its
-/// pool's work. A panic in the future unwinds out of `block_on`.
+/// polls the calling thread parks. Called on a worker (inside a task, a
+/// `join` or an `install`), the worker (its queued tasks and jobs, its
+/// timers) first moves to another thread, as in
+/// [`block_in_place`](crate::task::block_in_place), unless the first poll
+/// is ready: the pool's other tasks never run on top of this call, so one
+/// that waits for this call's caller cannot deadlock it (tokio's
+/// `Handle::block_on` panics inside a task instead). A panic in the
+/// future unwinds out of `block_on`.
 ///
 /// The future need not be `Send` (it never leaves the calling thread) and
 /// may borrow from the caller.
@@ -52,7 +60,10 @@ use crate::sched::worker::WorkerThread;
 /// assert_eq!(total, 8);
 /// ```
 pub fn block_on<F: Future>(future: F) -> F::Output {
-    with_current_pool(|registry| block_on_in(registry, future))
+    // An `Arc` of its own: the registry found through the calling worker
+    // would borrow the worker, which moves to another thread meanwhile.
+    let registry = with_current_pool(Arc::clone);
+    block_on_in(&registry, future)
 }
 
 /// [`block_on`] for `registry`'s pool.
@@ -70,24 +81,63 @@ pub(crate) fn block_on_in<F: Future>(registry: &Arc<Registry>, future: F) -> F::
     let _leave = Leave(&signal);
     let waker = Waker::from(Arc::clone(&signal));
     let mut cx = Context::from_waker(&waker);
+    // The first poll on the calling thread as it is: a future ready at
+    // once costs no more on a worker than elsewhere.
+    let latch = match poll_round(registry, &signal, future.as_mut(), &mut cx) {
+        Poll::Ready(output) => return output,
+        Poll::Pending => signal.current_latch(),
+    };
+    if WorkerThread::with_current(|worker| worker.is_some_and(|w| !w.is_building_thread())) {
+        // A worker does not wait here: the tasks it would run meanwhile
+        // would be polled on top of this `block_on`, which could not
+        // return before they do, and one of them may wait for this
+        // future's caller (a `block_on` of its own that waits for a task
+        // whose progress needs this one: a deadlock). The worker moves to
+        // another thread instead, as in `block_in_place`, and this thread
+        // polls and parks as a thread outside the pools. Its first round
+        // polls again: the latch above wakes the worker, not this thread.
+        signal.moved_off_the_worker(registry);
+        return replacement::block_in_place(false, || {
+            poll_until_ready(registry, &signal, future.as_mut(), &mut cx)
+        });
+    }
+    signal.before_wait();
+    latch.core().wait();
+    poll_until_ready(registry, &signal, future.as_mut(), &mut cx)
+}
+
+/// Polls `future` until it is ready, waiting for its waker between polls.
+fn poll_until_ready<F: Future>(
+    registry: &Arc<Registry>,
+    signal: &Signal,
+    mut future: Pin<&mut F>,
+    cx: &mut Context<'_>,
+) -> F::Output {
     loop {
-        // A fresh latch before the poll: a wake-up during the poll sets
-        // it, and the wait below returns at once.
-        let latch = Arc::new(ThreadLatch::for_current_thread());
-        signal.start_round(Arc::clone(&latch));
-        // A fresh cooperative budget per poll, as a task's (and as
-        // tokio's `block_on`), so that a future behaves the same under
-        // `block_on` as in a task: `consume_budget` yields, a timeout
-        // around a busy future still fires. A yield for the budget sets
-        // the latch, so the wait below returns at once: one extra poll
-        // per `POLL_BUDGET` ready operations.
-        let polled = context::enter(registry, || coop::budget(|| future.as_mut().poll(&mut cx)));
-        if let Poll::Ready(output) = polled {
+        if let Poll::Ready(output) = poll_round(registry, signal, future.as_mut(), cx) {
             return output;
         }
         signal.before_wait();
-        latch.core().wait();
+        signal.current_latch().core().wait();
     }
+}
+
+/// Starts a round and polls `future` once. The round waits on a fresh
+/// latch, which a wake-up during the poll sets, so a wait after a pending
+/// poll returns at once.
+fn poll_round<F: Future>(
+    registry: &Arc<Registry>,
+    signal: &Signal,
+    future: Pin<&mut F>,
+    cx: &mut Context<'_>,
+) -> Poll<F::Output> {
+    signal.start_round(Arc::new(ThreadLatch::for_current_thread()));
+    // A fresh cooperative budget per poll, as a task's (and as tokio's
+    // `block_on`), so that a future behaves the same under `block_on` as
+    // in a task: `consume_budget` yields, a timeout around a busy future
+    // still fires. A yield for the budget sets the latch, so the wait
+    // returns at once: one extra poll per `POLL_BUDGET` ready operations.
+    context::enter(registry, || coop::budget(|| future.poll(cx)))
 }
 
 /// The waker of a `block_on`: sets the calling thread's current latch.
@@ -148,6 +198,32 @@ impl Signal {
         // Only an `Arc` is swapped or cloned and flags are set under the
         // lock: never poisoned in a way that matters.
         self.round.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The calling worker moved to another thread (`block_in_place`) and
+    /// this thread polls on as a thread outside the pools: with
+    /// `test-util`, it counts as the pool's work outside its workers while
+    /// it polls, from now (it was busy as a worker until now).
+    fn moved_off_the_worker(&self, registry: &Arc<Registry>) {
+        #[cfg(not(feature = "test-util"))]
+        let _ = registry;
+        #[cfg(feature = "test-util")]
+        {
+            let mut round = self.lock();
+            if round.presence.is_none() {
+                registry.outside_work_started();
+                round.presence = Some(Presence {
+                    registry: Arc::clone(registry),
+                    counted: true,
+                    woken: false,
+                });
+            }
+        }
+    }
+
+    /// The latch the current round waits on.
+    fn current_latch(&self) -> Arc<ThreadLatch> {
+        Arc::clone(&self.lock().latch)
     }
 
     /// A new round of polls waits on `latch`.

@@ -177,9 +177,11 @@ impl ThreadPool {
 
     /// Runs `future` to completion on the calling thread, for this pool
     /// (see [`block_on`](crate::block_on)): the tasks, timers and joins it
-    /// starts go to this pool. Between polls a thread outside the pool
-    /// parks, a worker keeps running its pool's work. The future need not
-    /// be `Send`; a panic in it unwinds out of `block_on`.
+    /// starts go to this pool. Between polls the thread parks; a worker
+    /// first moves to another thread, as in
+    /// [`block_in_place`](crate::task::block_in_place), unless the first
+    /// poll is ready. The future need not be `Send`; a panic in it unwinds
+    /// out of `block_on`.
     ///
     /// ```
     /// let pool = bwos::ThreadPoolBuilder::new().num_threads(2).build()?;

@@ -1,0 +1,172 @@
+//! Whose turn it is to run a worker, while several threads need it.
+//!
+//! A worker's state lives on its own thread's stack, and frames that use it
+//! may sit on more than one thread: `block_in_place` (`replacement.rs`)
+//! lends the worker to a replacement thread while the closure blocks, and
+//! that replacement may poll a task that lends it on again. Each thread
+//! whose closure has returned needs the worker back before its frames go
+//! on. Giving it back in the order it was lent (the last borrower first)
+//! can deadlock: the thread lent to first may be the one whose progress
+//! the later borrower's closure waits for (a `block_on` in a task that
+//! waits for a task whose `block_on` runs on the worker's own thread).
+//!
+//! So the worker is a baton, handed at *boundaries*: the thread running it
+//! (the runner) looks at [`Handover::is_wanted`] at the top of each turn of
+//! its scheduler loop, between jobs and polls, and after every sleep. When
+//! a thread waits, the runner passes the worker on
+//! ([`pass_on`](Handover::pass_on)) to the thread that has waited longest:
+//! a replacement at the top of its loop then exits (the worker runs on),
+//! any other runner queues to take it back ([`wait_for_turn`]) before its
+//! frames go on. A thread starting a `block_in_place` passes the worker on
+//! the same way, and starts a replacement only if nobody waits.
+//!
+//! Each thread that gets the worker runs at least one job or poll (or its
+//! loop ends) before it passes it on again, so every waiting thread gets
+//! its turn and the threads whose frames wait for each other get theirs in
+//! turn. What remains a deadlock is a frame that waits on its own thread
+//! for a frame below it on that thread, as in any help-first scheduler.
+//!
+//! [`wait_for_turn`]: Handover::wait_for_turn
+
+use std::collections::VecDeque;
+
+use super::idle::sleep::Sleepers;
+use super::sync::{AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, fence};
+
+/// The baton of one worker (see the module docs). The runner holds no lock
+/// while it runs: the baton only queues the threads that wait for it.
+pub(crate) struct Handover {
+    /// Some thread waits for the worker. Written under `state`'s lock,
+    /// read by the runner without it (a hint: the lock decides).
+    wanted: AtomicBool,
+    /// Threads that lent the worker (`block_in_place`) and have not taken
+    /// it back: their frames still use it, so it must outlive them.
+    borrowers: AtomicUsize,
+    state: Mutex<Turns>,
+    /// Signalled when a turn is granted.
+    granted: Condvar,
+}
+
+struct Turns {
+    /// The tickets of the threads waiting for the worker, oldest first.
+    waiting: VecDeque<u64>,
+    /// The ticket whose thread may take the worker now.
+    granted: Option<u64>,
+    next_ticket: u64,
+}
+
+impl Handover {
+    pub(crate) fn new() -> Self {
+        Handover {
+            wanted: AtomicBool::new(false),
+            borrowers: AtomicUsize::new(0),
+            state: Mutex::new(Turns {
+                waiting: VecDeque::new(),
+                granted: None,
+                next_ticket: 0,
+            }),
+            granted: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Turns> {
+        // Nothing here panics while the lock is held.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether a thread waits for the worker: the runner's look at a
+    /// boundary, one load.
+    #[inline(always)]
+    pub(crate) fn is_wanted(&self) -> bool {
+        // Relaxed: a hint, read at every boundary. A waiter that the
+        // runner misses here is seen at its next boundary; a runner about
+        // to sleep reads it after the sleep's SeqCst fence instead
+        // (`Registry::has_visible_work`), against the waiter's SeqCst
+        // store and the fence of its wake-up (`Registry::wake_runner`).
+        self.wanted.load(Ordering::Relaxed)
+    }
+
+    /// The runner gives the worker up: the thread that has waited longest
+    /// may take it. Returns `false` if no thread waits: the caller still
+    /// holds the worker.
+    pub(crate) fn pass_on(&self) -> bool {
+        let mut turns = self.lock();
+        let Some(next) = turns.waiting.pop_front() else {
+            return false;
+        };
+        debug_assert!(turns.granted.is_none(), "one runner grants at a time");
+        turns.granted = Some(next);
+        if turns.waiting.is_empty() {
+            // SeqCst: as the store in `wait_for_turn`, under the lock.
+            self.wanted.store(false, Ordering::SeqCst);
+        }
+        drop(turns);
+        self.granted.notify_all();
+        true
+    }
+
+    /// The runner lends the worker for a while (`block_in_place`) and will
+    /// take it back with [`wait_for_turn`](Self::wait_for_turn) and
+    /// [`returned`](Self::returned).
+    pub(crate) fn lend(&self) {
+        // SeqCst: read by the worker's own thread before it lets the
+        // worker go (`has_borrowers`), which it does only as the runner,
+        // after a turn passed through the lock.
+        self.borrowers.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A thread that lent the worker has it back.
+    pub(crate) fn returned(&self) {
+        // SeqCst: as in `lend`.
+        self.borrowers.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Whether a thread that lent the worker has not taken it back.
+    pub(crate) fn has_borrowers(&self) -> bool {
+        // SeqCst: as in `lend`.
+        self.borrowers.load(Ordering::SeqCst) != 0
+    }
+
+    /// The calling thread, which does not hold the worker, waits until the
+    /// worker is passed on to it. `wake_runner` is called once the wait is
+    /// announced: it must make the runner reach a boundary if it sleeps.
+    pub(crate) fn wait_for_turn(&self, wake_runner: impl FnOnce()) {
+        let mut turns = self.lock();
+        let ticket = turns.next_ticket;
+        turns.next_ticket += 1;
+        turns.waiting.push_back(ticket);
+        // SeqCst: the waiter's half of the Dekker pair with a runner that
+        // falls asleep (`is_wanted`).
+        self.wanted.store(true, Ordering::SeqCst);
+        drop(turns);
+        wake_runner();
+        let mut turns = self.lock();
+        while turns.granted != Some(ticket) {
+            turns = self
+                .granted
+                .wait(turns)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        turns.granted = None;
+    }
+}
+
+/// Makes the thread running worker `index` reach a boundary soon, also if
+/// it sleeps: what a thread does once it waits for the worker
+/// (`Registry::wake_runner` passes it to [`Handover::wait_for_turn`]).
+/// `unpark` unparks the worker's threads.
+pub(crate) fn wake_runner(sleepers: &Sleepers, index: usize, unpark: impl Fn(usize)) {
+    // The waiter's half of the Dekker pair with a runner that falls
+    // asleep: the waiter stored `wanted` (SeqCst) before this fence; a
+    // runner that announced its sleep before it is woken here, one that
+    // announces it after reads `wanted` in its look for work
+    // (`Registry::has_visible_work`) after its own fence.
+    fence(Ordering::SeqCst);
+    sleepers.wake(index, &unpark);
+    // Not asleep in the sleep protocol: it spins or yields (and looks at
+    // its next boundary), runs a job or poll, or is parked on its own
+    // terms.
+    unpark(index);
+}
