@@ -89,10 +89,10 @@ subcommands! {
     /// (wrk, or the built-in client) at 50, 200 and 1000 connections:
     /// requests/s, p50/p99, CPU per request.
     Http(Options<http::HttpArgs>),
-    /// What blocking tasks, bursts of spawns, always-ready sockets and
-    /// CPU work in request handlers do to the other tasks' latency, on
-    /// bwos, tokio and tokio with rayon: five workloads in one process,
-    /// with the goals of issue 47 met or not.
+    /// What blocking tasks, bursts of spawns, always-ready sockets, CPU
+    /// work in request handlers and `block_on` inside tasks do to the
+    /// other tasks' latency, on bwos, tokio and tokio with rayon: six
+    /// workloads in one process, with their goals met or not.
     Latency(Options<latency::LatencyArgs>),
     /// The BWS paper's co-run experiment: two programs at once (fib, a
     /// tree sum, LOOP) on bwos with each idle policy, rayon and chili;

@@ -1740,6 +1740,389 @@ mod regression_cases {
         }
     }
 
+    /// Found by this fuzzer after `block_on` on a worker started to move
+    /// the worker to a replacement thread: one worker, tasks that
+    /// `block_on` inside tasks, and the pool dropped. The worker's own
+    /// thread, draining the threads that had lent the worker before it
+    /// exits, itself lent and took back the worker (a `block_on` in a task
+    /// it ran) and missed that the count of lenders had reached zero: the
+    /// pool's drop waited for it forever. It failed in the first of these
+    /// rounds.
+    #[test]
+    fn a_worker_that_drains_its_lenders_exits_when_they_are_back() {
+        for _ in 0..50 {
+            let program = Program {
+                pool: PoolConfig {
+                    threads: 1,
+                    idle: IdlePolicy::Park,
+                    steal: StealPolicy::LastVictim,
+                    batch: StealBatch::One,
+                    detach_on_drop: false,
+                    max_blocking: 3,
+                },
+                roots: vec![(
+                    Task {
+                        steps: vec![Step::Resolve],
+                        end: End::Return,
+                    },
+                    Fate::Later,
+                )],
+                main: Task {
+                    steps: vec![
+                        Step::Forever,
+                        Step::Spawn(
+                            Task {
+                                steps: vec![],
+                                end: End::Panic,
+                            },
+                            Fate::Later,
+                        ),
+                    ],
+                    end: End::Return,
+                },
+                leftovers: vec![
+                    (
+                        Task {
+                            steps: vec![Step::Timeout {
+                                ms: 0,
+                                fire: Fire::WakeByRef,
+                            }],
+                            end: End::Return,
+                        },
+                        LeftFate::Detach,
+                    ),
+                    (
+                        Task {
+                            steps: vec![
+                                Step::Spawn(
+                                    Task {
+                                        steps: vec![],
+                                        end: End::Return,
+                                    },
+                                    Fate::Await,
+                                ),
+                                Step::BlockOn(vec![
+                                    (
+                                        Task {
+                                            steps: vec![Step::Sleep { ms: 0 }],
+                                            end: End::Return,
+                                        },
+                                        Fate::Await,
+                                    ),
+                                    (
+                                        Task {
+                                            steps: vec![
+                                                Step::BlockOn(vec![
+                                                    (
+                                                        Task {
+                                                            steps: vec![],
+                                                            end: End::Return,
+                                                        },
+                                                        Fate::Abort,
+                                                    ),
+                                                    (
+                                                        Task {
+                                                            steps: vec![Step::Sleep { ms: 2 }],
+                                                            end: End::Return,
+                                                        },
+                                                        Fate::Await,
+                                                    ),
+                                                ]),
+                                                Step::Gate(Fire::WakeByRef),
+                                                Step::Spawn(
+                                                    Task {
+                                                        steps: vec![],
+                                                        end: End::Return,
+                                                    },
+                                                    Fate::Detach,
+                                                ),
+                                            ],
+                                            end: End::Return,
+                                        },
+                                        Fate::Detach,
+                                    ),
+                                ]),
+                                Step::Spawn(
+                                    Task {
+                                        steps: vec![],
+                                        end: End::Return,
+                                    },
+                                    Fate::Await,
+                                ),
+                                Step::Timeout {
+                                    ms: 0,
+                                    fire: Fire::AfterPause { micros: 131 },
+                                },
+                            ],
+                            end: End::Panic,
+                        },
+                        LeftFate::Detach,
+                    ),
+                    (
+                        Task {
+                            steps: vec![
+                                Step::Set(
+                                    vec![
+                                        Task {
+                                            steps: vec![
+                                                Step::Spawn(
+                                                    Task {
+                                                        steps: vec![
+                                                            Step::Gate(Fire::WakeByRef),
+                                                            Step::Forever,
+                                                        ],
+                                                        end: End::Panic,
+                                                    },
+                                                    Fate::Abort,
+                                                ),
+                                                Step::BlockOn(vec![(
+                                                    Task {
+                                                        steps: vec![
+                                                            Step::Gate(Fire::Twice),
+                                                            Step::Sleep { ms: 0 },
+                                                        ],
+                                                        end: End::Return,
+                                                    },
+                                                    Fate::Later,
+                                                )]),
+                                                Step::Resolve,
+                                            ],
+                                            end: End::Panic,
+                                        },
+                                        Task {
+                                            steps: vec![],
+                                            end: End::Return,
+                                        },
+                                        Task {
+                                            steps: vec![Step::Spawn(
+                                                Task {
+                                                    steps: vec![Step::Forever, Step::Forever],
+                                                    end: End::PanicEarly,
+                                                },
+                                                Fate::Detach,
+                                            )],
+                                            end: End::Return,
+                                        },
+                                    ],
+                                    SetMode::Drain,
+                                ),
+                                Step::Forever,
+                                Step::Spawn(
+                                    Task {
+                                        steps: vec![Step::Spawn(
+                                            Task {
+                                                steps: vec![],
+                                                end: End::Return,
+                                            },
+                                            Fate::AbortLater,
+                                        )],
+                                        end: End::Return,
+                                    },
+                                    Fate::Abort,
+                                ),
+                            ],
+                            end: End::Panic,
+                        },
+                        LeftFate::Keep,
+                    ),
+                ],
+                settle: true,
+            };
+            check_program(&program).unwrap();
+        }
+    }
+
+    /// Found right after the case above was fixed: one worker, tasks
+    /// that `block_on` inside tasks, the pool dropped. The worker's own
+    /// thread drained its lenders until their count reached zero, but the
+    /// last one, holding the worker, lent it again (a second `block_on` in
+    /// the same task) and passed it to the worker's thread, which then
+    /// exited: the lender waited for the worker forever, on a stack that
+    /// was gone. The worker's thread now exits only holding the worker
+    /// with no lender left and nobody waiting for it.
+    #[test]
+    fn a_worker_exits_only_once_no_thread_needs_it() {
+        for _ in 0..50 {
+            let program = Program {
+                pool: PoolConfig {
+                    threads: 1,
+                    idle: IdlePolicy::Balanced,
+                    steal: StealPolicy::Sequential,
+                    batch: StealBatch::One,
+                    detach_on_drop: true,
+                    max_blocking: 1,
+                },
+                roots: vec![
+                    (
+                        Task {
+                            steps: vec![Step::Yield, Step::Forever],
+                            end: End::Panic,
+                        },
+                        Fate::Later,
+                    ),
+                    (
+                        Task {
+                            steps: vec![
+                                Step::Spawn(
+                                    Task {
+                                        steps: vec![],
+                                        end: End::Panic,
+                                    },
+                                    Fate::Detach,
+                                ),
+                                Step::BlockOn(vec![(
+                                    Task {
+                                        steps: vec![],
+                                        end: End::Return,
+                                    },
+                                    Fate::Later,
+                                )]),
+                                Step::Forever,
+                                Step::Sleep { ms: 0 },
+                            ],
+                            end: End::Panic,
+                        },
+                        Fate::AbortLater,
+                    ),
+                ],
+                main: Task {
+                    steps: vec![],
+                    end: End::Return,
+                },
+                leftovers: vec![
+                    (
+                        Task {
+                            steps: vec![
+                                Step::Spawn(
+                                    Task {
+                                        steps: vec![Step::Gate(Fire::AfterYield)],
+                                        end: End::Return,
+                                    },
+                                    Fate::Detach,
+                                ),
+                                Step::BlockOn(vec![
+                                    (
+                                        Task {
+                                            steps: vec![
+                                                Step::Resolve,
+                                                Step::Set(
+                                                    vec![
+                                                        Task {
+                                                            steps: vec![],
+                                                            end: End::Return,
+                                                        },
+                                                        Task {
+                                                            steps: vec![
+                                                                Step::Yield,
+                                                                Step::Blocking {
+                                                                    panics: false,
+                                                                    nested: vec![],
+                                                                    fate: Fate::Detach,
+                                                                },
+                                                            ],
+                                                            end: End::Return,
+                                                        },
+                                                    ],
+                                                    SetMode::Shutdown,
+                                                ),
+                                                Step::Spawn(
+                                                    Task {
+                                                        steps: vec![Step::Gate(Fire::AfterYield)],
+                                                        end: End::Panic,
+                                                    },
+                                                    Fate::AbortLater,
+                                                ),
+                                            ],
+                                            end: End::Panic,
+                                        },
+                                        Fate::AbortLater,
+                                    ),
+                                    (
+                                        Task {
+                                            steps: vec![],
+                                            end: End::Return,
+                                        },
+                                        Fate::Detach,
+                                    ),
+                                ]),
+                            ],
+                            end: End::PanicEarly,
+                        },
+                        LeftFate::Keep,
+                    ),
+                    (
+                        Task {
+                            steps: vec![
+                                Step::Gate(Fire::Wake),
+                                Step::Gate(Fire::WakeByRef),
+                                Step::Blocking {
+                                    panics: false,
+                                    nested: vec![],
+                                    fate: Fate::AbortLater,
+                                },
+                                Step::Gate(Fire::AfterYield),
+                            ],
+                            end: End::Return,
+                        },
+                        LeftFate::Abort,
+                    ),
+                    (
+                        Task {
+                            steps: vec![
+                                Step::BlockOn(vec![(
+                                    Task {
+                                        steps: vec![Step::Spawn(
+                                            Task {
+                                                steps: vec![Step::Gate(Fire::AfterYield)],
+                                                end: End::Return,
+                                            },
+                                            Fate::Abort,
+                                        )],
+                                        end: End::Return,
+                                    },
+                                    Fate::AbortLater,
+                                )]),
+                                Step::BlockOn(vec![(
+                                    Task {
+                                        steps: vec![Step::Gate(Fire::Wake)],
+                                        end: End::Panic,
+                                    },
+                                    Fate::AwaitThenAbort,
+                                )]),
+                                Step::Spawn(
+                                    Task {
+                                        steps: vec![Step::BlockOn(vec![
+                                            (
+                                                Task {
+                                                    steps: vec![],
+                                                    end: End::Return,
+                                                },
+                                                Fate::Abort,
+                                            ),
+                                            (
+                                                Task {
+                                                    steps: vec![],
+                                                    end: End::Return,
+                                                },
+                                                Fate::Later,
+                                            ),
+                                        ])],
+                                        end: End::Panic,
+                                    },
+                                    Fate::AwaitThenAbort,
+                                ),
+                            ],
+                            end: End::PanicEarly,
+                        },
+                        LeftFate::Keep,
+                    ),
+                ],
+                settle: true,
+            };
+            check_program(&program).unwrap();
+        }
+    }
+
     #[test]
     fn a_program_with_every_step_passes() {
         let program = Program {

@@ -19,6 +19,7 @@ mod client;
 mod heavy;
 mod hot_socket;
 mod mixed;
+mod nested;
 mod runtimes;
 mod timers;
 
@@ -64,15 +65,20 @@ pub enum Workload {
     HotSocket,
     /// hyper HTTP/1.1 with 1 request in ~20 a ~20 ms parallel sum.
     MixedServer,
+    /// A task's `block_on` (tokio: `block_in_place` + `Handle::block_on`):
+    /// its cost, and a pair of them that deadlocks a runtime running
+    /// queued tasks on top of a waiting `block_on`.
+    NestedBlockOn,
 }
 
 impl Workload {
-    const ALL: [Workload; 5] = [
+    const ALL: [Workload; 6] = [
         Workload::BlockedParent,
         Workload::Bursts,
         Workload::Timers,
         Workload::HotSocket,
         Workload::MixedServer,
+        Workload::NestedBlockOn,
     ];
 
     /// The name in tables, JSON and file names.
@@ -83,6 +89,7 @@ impl Workload {
             Workload::Timers => "timers",
             Workload::HotSocket => "hot-socket",
             Workload::MixedServer => "mixed-server",
+            Workload::NestedBlockOn => "nested-block-on",
         }
     }
 
@@ -276,6 +283,7 @@ impl Resolved {
                 Workload::Timers => 0.6,
                 Workload::HotSocket => self.window.as_secs_f64() + 0.1,
                 Workload::MixedServer => (self.plan.warmup + self.plan.window).as_secs_f64() + 0.2,
+                Workload::NestedBlockOn => 0.1,
             }
     }
 }
@@ -354,6 +362,8 @@ fn measure(
         Workload::Timers => timers::run::<Tokio>()?,
         Workload::HotSocket if bwos => hot_socket::run::<Bwos>(window)?,
         Workload::HotSocket => hot_socket::run::<Tokio>(window)?,
+        Workload::NestedBlockOn if bwos => nested::run::<Bwos>(),
+        Workload::NestedBlockOn => nested::run::<Tokio>(),
         Workload::MixedServer => {
             let setup = match setup {
                 BWOS => Setup::Bwos,
@@ -467,7 +477,7 @@ const fn metric(
 }
 
 /// The table's rows, in order, with the goals of issue 47.
-const METRICS: [Metric; 17] = [
+const METRICS: [Metric; 19] = [
     metric(
         Workload::BlockedParent,
         "ran_during_block",
@@ -603,6 +613,22 @@ const METRICS: [Metric; 17] = [
         "",
         0,
         None,
+    ),
+    metric(
+        Workload::NestedBlockOn,
+        "call_us",
+        "a task's block_on of a ready task, per call (2 workers)",
+        "us",
+        1,
+        Some(Goal::CeilingTimesPeer(1.0)),
+    ),
+    metric(
+        Workload::NestedBlockOn,
+        "finished",
+        "two block_ons that wait for each other's tasks finish (1 worker)",
+        "of 1",
+        0,
+        Some(Goal::Floor(1.0)),
     ),
 ];
 

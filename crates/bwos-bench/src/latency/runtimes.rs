@@ -23,6 +23,11 @@ pub trait LatencyRuntime: AsyncRuntime {
         F: Future + Send + 'static,
         F::Output: Send + 'static;
 
+    /// Runs `future` to completion from inside a task of the runtime, the
+    /// way the runtime allows: `bwos::block_on`; tokio's `block_in_place`
+    /// around `Handle::block_on` (which panics inside a task alone).
+    fn block_on_here<F: Future>(future: F) -> F::Output;
+
     /// The runtime's sleep.
     fn sleep(duration: Duration) -> impl Future<Output = ()> + Send;
 
@@ -49,6 +54,10 @@ impl LatencyRuntime for Bwos {
         // Spawned now, not when the returned future is first polled.
         let handle = bwos::task::spawn(future);
         async move { handle.await.expect("a benchmark task failed") }
+    }
+
+    fn block_on_here<F: Future>(future: F) -> F::Output {
+        bwos::block_on(future)
     }
 
     fn sleep(duration: Duration) -> impl Future<Output = ()> + Send {
@@ -79,6 +88,11 @@ impl LatencyRuntime for Tokio {
     {
         let handle = tokio::spawn(future);
         async move { handle.await.expect("a benchmark task failed") }
+    }
+
+    fn block_on_here<F: Future>(future: F) -> F::Output {
+        let handle = tokio::runtime::Handle::current();
+        tokio::task::block_in_place(|| handle.block_on(future))
     }
 
     fn sleep(duration: Duration) -> impl Future<Output = ()> + Send {

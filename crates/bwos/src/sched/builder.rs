@@ -243,7 +243,9 @@ impl ThreadPoolBuilder {
     /// How long a blocking thread waits for another closure before it
     /// exits (default 10 s, as tokio). A pool that stopped calling
     /// [`spawn_blocking`](crate::task::spawn_blocking) holds no blocking
-    /// threads after this long.
+    /// threads after this long. The threads that run a worker during a
+    /// [`block_in_place`](crate::task::block_in_place) (or a `block_on` on
+    /// a worker) wait as long for the next one.
     pub fn blocking_keep_alive(mut self, keep_alive: Duration) -> Self {
         self.blocking_keep_alive = Some(keep_alive);
         self

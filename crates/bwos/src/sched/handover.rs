@@ -31,7 +31,15 @@
 use std::collections::VecDeque;
 
 use super::idle::sleep::Sleepers;
-use super::sync::{AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, fence};
+use super::sync::{
+    AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, fence,
+};
+
+/// How many times a thread that waits for the worker looks for its turn
+/// before it parks: half of them spin-loop hints, half yields (a few
+/// microseconds in all when the runner is busy).
+#[cfg(not(bwos_loom))]
+const SPINS_BEFORE_PARKING: u32 = 64;
 
 /// The baton of one worker (see the module docs). The runner holds no lock
 /// while it runs: the baton only queues the threads that wait for it.
@@ -42,6 +50,9 @@ pub(crate) struct Handover {
     /// Threads that lent the worker (`block_in_place`) and have not taken
     /// it back: their frames still use it, so it must outlive them.
     borrowers: AtomicUsize,
+    /// The ticket granted last, plus one (0: none yet), for a waiter that
+    /// spins before it parks.
+    last_granted: AtomicU64,
     state: Mutex<Turns>,
     /// Signalled when a turn is granted.
     granted: Condvar,
@@ -60,6 +71,7 @@ impl Handover {
         Handover {
             wanted: AtomicBool::new(false),
             borrowers: AtomicUsize::new(0),
+            last_granted: AtomicU64::new(0),
             state: Mutex::new(Turns {
                 waiting: VecDeque::new(),
                 granted: None,
@@ -98,6 +110,10 @@ impl Handover {
         };
         debug_assert!(turns.granted.is_none(), "one runner grants at a time");
         turns.granted = Some(next);
+        // Release: pairs with the spinning waiter's Acquire load (the lock
+        // orders it for a waiter that parked). Ticket + 1, so that 0 is
+        // nobody's.
+        self.last_granted.store(next + 1, Ordering::Release);
         if turns.waiting.is_empty() {
             // SeqCst: as the store in `wait_for_turn`, under the lock.
             self.wanted.store(false, Ordering::SeqCst);
@@ -117,10 +133,11 @@ impl Handover {
         self.borrowers.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// A thread that lent the worker has it back.
-    pub(crate) fn returned(&self) {
+    /// A thread that lent the worker has it back; returns whether it was
+    /// the last one.
+    pub(crate) fn returned(&self) -> bool {
         // SeqCst: as in `lend`.
-        self.borrowers.fetch_sub(1, Ordering::SeqCst);
+        self.borrowers.fetch_sub(1, Ordering::SeqCst) == 1
     }
 
     /// Whether a thread that lent the worker has not taken it back.
@@ -142,6 +159,23 @@ impl Handover {
         self.wanted.store(true, Ordering::SeqCst);
         drop(turns);
         wake_runner();
+        // A runner at a boundary, or spinning for work, passes the worker
+        // on within microseconds: look for the turn a while before the
+        // thread parks, which would cost the runner a futex wake-up and
+        // this thread a wake-up latency on top.
+        #[cfg(not(bwos_loom))]
+        for spin in 0..SPINS_BEFORE_PARKING {
+            // Acquire: pairs with `pass_on`'s Release store; the lock
+            // below orders the rest.
+            if self.last_granted.load(Ordering::Acquire) == ticket + 1 {
+                break;
+            }
+            if spin < SPINS_BEFORE_PARKING / 2 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
         let mut turns = self.lock();
         while turns.granted != Some(ticket) {
             turns = self

@@ -73,6 +73,7 @@ pub(crate) mod queues;
 pub(crate) mod registry;
 pub(crate) mod replacement;
 pub(crate) mod shutdown;
+pub(crate) mod spare_threads;
 #[cfg(feature = "fork")]
 pub(crate) mod stack;
 #[cfg(feature = "fork")]

@@ -10,7 +10,7 @@
 
 use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::{Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
@@ -27,6 +27,7 @@ use super::idle::spread::WakeSpread;
 use super::job::JobRef;
 use super::latch::CoreLatch;
 use super::queues::take_oldest;
+use super::spare_threads::SpareThreads;
 use super::stats::{PoolStats, WorkerCounters, WorkerStats};
 use super::steal::WhereWorkersRun;
 use super::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -99,6 +100,9 @@ pub(crate) struct Registry {
     pub(crate) driver: DriverSlot,
     /// The threads of `task::spawn_blocking`.
     pub(crate) blocking: BlockingPool,
+    /// Replacement threads waiting for the next `block_in_place`
+    /// (`spare_threads.rs`); an `Arc`, so that they do not hold the pool.
+    pub(crate) spare_threads: Arc<SpareThreads>,
     /// The pool's timers, driven by its workers (see `time/mod.rs`).
     pub(crate) timers: Timers,
     /// When the paused clock may jump (`time/auto_advance.rs`).
@@ -148,6 +152,7 @@ impl Registry {
             tasks: PoolTasks::new(task_stealers),
             shutdown: Shutdown::new(n, options.uses_building_thread, join_on_drop),
             blocking: BlockingPool::new(options.max_blocking_threads, options.blocking_keep_alive),
+            spare_threads: Arc::new(SpareThreads::new(options.blocking_keep_alive)),
             timers: Timers::new(),
             #[cfg(feature = "test-util")]
             auto_advance: AutoAdvance::new(n, usize::from(options.uses_building_thread)),
@@ -210,6 +215,11 @@ impl Registry {
     /// Records the calling thread as worker `index`, before it takes work.
     pub(crate) fn register_thread(&self, index: usize) {
         let _ = self.threads[index].set(std::thread::current());
+    }
+
+    /// The name of worker `index`'s own thread, if it has one.
+    pub(crate) fn worker_thread_name(&self, index: usize) -> Option<String> {
+        self.threads[index].get()?.name().map(str::to_owned)
     }
 
     /// Whether the calling thread is worker `index`'s own thread.

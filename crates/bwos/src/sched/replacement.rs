@@ -26,8 +26,9 @@
 //!
 //! The worker is used by one thread at a time: a thread touches it only
 //! between taking its turn and passing it on, and the baton's lock (or
-//! the thread start, for a new replacement) orders the two threads'
-//! accesses.
+//! the thread start, or the spare thread's lock, for a replacement)
+//! orders the two threads' accesses. A replacement that passed its worker
+//! on waits for the next one (`spare_threads.rs`).
 
 use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
@@ -37,6 +38,7 @@ use std::sync::Arc;
 use super::context;
 use super::latch::CoreLatch;
 use super::registry::Registry;
+use super::spare_threads::Slot;
 use super::worker::WorkerThread;
 
 thread_local! {
@@ -95,7 +97,7 @@ pub(crate) fn block_in_place<R>(outside_work: bool, f: impl FnOnce() -> R) -> R 
     if !handover.pass_on() && start_replacement(worker, &registry).is_err() {
         // No thread to be had: run `f` in place, as a worker.
         worker.take_turn(turn);
-        handover.returned();
+        worker.borrower_returned();
         #[cfg(feature = "test-util")]
         if outside_work {
             registry.outside_work_finished();
@@ -109,38 +111,56 @@ pub(crate) fn block_in_place<R>(outside_work: bool, f: impl FnOnce() -> R) -> R 
     }
     handover.wait_for_turn(|| registry.wake_runner(index));
     worker.take_turn(turn);
-    handover.returned();
+    worker.borrower_returned();
     match result {
         Ok(value) => value,
         Err(payload) => panic::resume_unwind(payload),
     }
 }
 
-/// Starts a thread that runs `worker`, which the calling thread left and
-/// nobody waits to take.
+/// Gives `worker`, which the calling thread left and nobody waits to take,
+/// to a spare replacement thread (`spare_threads.rs`), or starts one.
 fn start_replacement(worker: &WorkerThread, registry: &Registry) -> std::io::Result<()> {
     // The worker's address crosses to the replacement as an integer: the
     // safety argument is the hand-over's, not the type's.
     let address = std::ptr::from_ref(worker) as usize;
-    let mut thread =
-        std::thread::Builder::new().name(format!("bwos-replacement-{}", worker.index()));
+    if registry.spare_threads.give(address) {
+        return Ok(());
+    }
+    // Named as the worker it starts for (the pool's `thread_name`): it is
+    // that worker, for whoever reads thread names (profilers, tests of
+    // where a task ran). A spare keeps the name when it runs another.
+    let name = registry
+        .worker_thread_name(worker.index())
+        .unwrap_or_else(|| format!("bwos-replacement-{}", worker.index()));
+    let mut thread = std::thread::Builder::new().name(name);
     if let Some(size) = registry.worker_stack_size() {
         thread = thread.stack_size(size);
     }
-    // Detached: it exits once it passed the worker on, and touches
-    // nothing of the pool after that.
+    let spare_threads = Arc::clone(&registry.spare_threads);
+    // Detached: it touches no worker after passing the last one on, and
+    // exits after the keep-alive or at the pool's shutdown.
     thread.spawn(move || {
         #[cfg(feature = "tokio-compat")]
         let _tokio = super::tokio_compat::enter();
         super::idle::spread::mark_worker_thread();
-        // SAFETY: the worker lives on its own thread's stack, below a
-        // `block_in_place` that takes it back before it returns, which
-        // needs this thread to pass it on; the thread that left it found
-        // nobody to pass it to and starts this thread, which orders their
-        // accesses (`run_as_replacement`'s contract).
-        let worker = unsafe { &*(address as *const WorkerThread) };
-        // SAFETY: as above.
-        unsafe { worker.run_as_replacement() };
+        let slot = Arc::new(Slot::default());
+        let mut address = address;
+        loop {
+            // SAFETY: the worker lives on its own thread's stack, below a
+            // `block_in_place` that takes it back before it returns, which
+            // needs this thread to pass it on; the thread that left it found
+            // nobody to pass it to and started this thread or gave it to
+            // this one (`SpareThreads::give`, under a lock), which orders
+            // their accesses (`run_as_replacement`'s contract).
+            let worker = unsafe { &*(address as *const WorkerThread) };
+            // SAFETY: as above.
+            unsafe { worker.run_as_replacement() };
+            match spare_threads.wait_for_worker(&slot) {
+                Some(next) => address = next,
+                None => break,
+            }
+        }
     })?;
     Ok(())
 }

@@ -21,7 +21,7 @@
 //!    ([`worker_shut_down`]): the task side (every task left is cancelled,
 //!    and so is every task spawned or woken from now on), the blocking pool
 //!    (closures not started are cancelled; running ones finish on their
-//!    threads), the I/O driver (socket operations fail), the timers (they
+//!    threads) and its spare replacement threads (`spare_threads.rs`), the I/O driver (socket operations fail), the timers (they
 //!    fire at once: nobody would fire them later). Then it tells the owner
 //!    waiting in step 5.
 //! 5. **The owner waits, or not** ([`shut_down`]). Dropping the pool joins
@@ -132,6 +132,7 @@ pub(crate) fn worker_shut_down(registry: &Registry) {
     }
     registry.tasks.shut_down();
     blocking::threads::shut_down(registry);
+    registry.spare_threads.shut_down();
     if let Some(driver) = registry.driver.get() {
         driver.shut_down();
     }

@@ -1155,8 +1155,7 @@ impl WorkerThread {
         }
         self.take_a_turn_off(idle);
         self.just_took_turn.set(true);
-        // The loop that waits for the borrowers ends once they are all back.
-        ptr::eq(latch, self.borrowers_back.get()) && !self.handover().has_borrowers()
+        false
     }
 
     /// Another thread waits for the worker: passes it on, waits for it to
@@ -1177,23 +1176,49 @@ impl WorkerThread {
         self.take_turn(turn);
     }
 
-    /// The worker's own thread left its loop for good, but threads that
-    /// lent the worker (a `block_in_place` on a replacement, whose closure
-    /// has not returned) still have frames that use it, and what their
-    /// closures wait for may be queued on it: it runs the loop on until
-    /// each of them has taken its turn and given the worker back.
+    /// The worker's own thread left its loop for good, but other threads
+    /// may still have frames that use the worker: threads that lent it (a
+    /// `block_in_place` on a replacement, whose closure has not returned),
+    /// and threads waiting for it back (a nested loop that passed it on).
+    /// What they wait for may be queued on the worker: this thread runs
+    /// the loop on until none of them is left. Only the thread running the
+    /// worker lends it, and a thread gives it back only once it is passed
+    /// the worker, so with the worker here and none of them left, none
+    /// comes later.
     #[cold]
     fn wait_for_borrowers(&self) {
-        if !self.handover().has_borrowers() {
-            return;
+        loop {
+            if self.handover().is_wanted() {
+                self.take_a_turn_off(&mut Idle::new());
+            } else if self.handover().has_borrowers() {
+                // Set by the last borrower to take its turn back
+                // (`borrower_returned`), which holds the worker then: this
+                // thread sees it at its next boundary. A thread may lend
+                // the worker again afterwards: hence the loop.
+                let borrowers_back = CoreLatch::new();
+                self.borrowers_back.set(&borrowers_back);
+                self.run_until(&borrowers_back, Idle::new());
+                self.borrowers_back.set(ptr::null());
+            } else {
+                return;
+            }
         }
-        // Ends at the boundary where the last borrower gave the worker
-        // back (`wanted_at_a_boundary`): only a borrower taking its turn
-        // changes the count, and it takes it at a boundary of this loop.
-        let borrowers_back = CoreLatch::new();
-        self.borrowers_back.set(&borrowers_back);
-        self.run_until(&borrowers_back, Idle::new());
-        self.borrowers_back.set(ptr::null());
+    }
+
+    /// The calling thread lent this worker (`block_in_place`) and has
+    /// taken its turn back: if it was the last such thread and the worker's
+    /// own thread waits for that to leave for good, its loop ends.
+    pub(crate) fn borrower_returned(&self) {
+        if self.handover().returned() {
+            let latch = self.borrowers_back.get();
+            // SAFETY: non-null, it is the latch of the loop the worker's
+            // own thread runs in `wait_for_borrowers`, which returns only
+            // once it is set; that thread does not run the worker now
+            // (this one does), so it is still in that loop.
+            if let Some(latch) = unsafe { latch.as_ref() } {
+                latch.set();
+            }
+        }
     }
 
     /// Runs this worker's scheduler loop on the calling thread, which is

@@ -8,17 +8,23 @@
 /// tokio's `block_in_place`.
 ///
 /// When `f` returns, the calling thread takes its worker back as soon as
-/// the replacement finishes the job or task poll it is running, and the
-/// replacement exits. Inside `f` the thread works for the pool as a
-/// blocking thread does: the tasks, timers and joins `f` starts go to this
-/// pool. A panic in `f` comes back out of `block_in_place` after the
+/// the thread running it finishes the job or task poll it is running, and
+/// that replacement waits for the next call (or exits after the pool's
+/// [`blocking_keep_alive`](crate::ThreadPoolBuilder::blocking_keep_alive)).
+/// Inside `f` the thread works for the pool as a blocking thread does: the
+/// tasks, timers and joins `f` starts go to this pool. A panic in `f` comes back out of `block_in_place` after the
 /// worker is back.
 ///
 /// Use it where a task, or a `join` or `scope` closure, must call blocking
 /// code in the middle of its work and cannot move it to
 /// [`spawn_blocking`](crate::task::spawn_blocking) (which needs `'static`
-/// data). Each call starts a thread (tens of microseconds), so it suits
-/// calls that block for longer than that. Called outside a worker (on a
+/// data). Each call hands the worker to another thread and back: a spare
+/// replacement thread kept from an earlier call for the pool's
+/// [`blocking_keep_alive`](crate::ThreadPoolBuilder::blocking_keep_alive),
+/// else a new one (tens of microseconds in all), so it suits calls that
+/// block for longer than that. If a replacement's own closure blocks when
+/// this one returns, the worker comes back from whichever thread runs it
+/// then, not only once that closure returned. Called outside a worker (on a
 /// plain thread, in [`block_on`](crate::block_on), on a blocking thread)
 /// or on a pool's building thread
 /// ([`use_current_thread`](crate::ThreadPoolBuilder::use_current_thread)),
