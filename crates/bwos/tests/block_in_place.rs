@@ -175,6 +175,18 @@ impl Flag {
         self.0.0.load(Ordering::SeqCst)
     }
 
+    /// Sets this flag from a thread of its own, 5 ms after `trigger` is
+    /// set (by then the task that set `trigger` waits for what it waits
+    /// for next).
+    fn set_soon_after(&self, trigger: &Flag) -> std::thread::JoinHandle<()> {
+        let (flag, trigger) = (self.clone(), trigger.clone());
+        std::thread::spawn(move || {
+            assert!(wait_until(|| trigger.is_set()), "task 2 never ran");
+            std::thread::sleep(Duration::from_millis(5));
+            flag.set();
+        })
+    }
+
     async fn wait(&self) {
         std::future::poll_fn(|cx| {
             self.0.1.lock().unwrap().push(cx.waker().clone());
@@ -202,15 +214,8 @@ fn a_block_on_in_a_task_never_waits_under_another_task() {
         for _ in 0..10 {
             let (outside, first_done, second_waits) =
                 (Flag::default(), Flag::default(), Flag::default());
-            let setter = std::thread::spawn({
-                let (outside, second_waits) = (outside.clone(), second_waits.clone());
-                move || {
-                    assert!(wait_until(|| second_waits.is_set()), "task 2 never ran");
-                    // Task 2 is then (about to be) parked in its `block_on`.
-                    std::thread::sleep(Duration::from_millis(5));
-                    outside.set();
-                }
-            });
+            // Task 2 is then (about to be) parked in its `block_on`.
+            let setter = outside.set_soon_after(&second_waits);
             let second = pool.block_on(pool.spawn_task(async move {
                 let second = bwos::task::spawn({
                     let (first_done, second_waits) = (first_done.clone(), second_waits.clone());
@@ -248,14 +253,7 @@ fn the_worker_comes_back_to_whichever_closure_returns_first() {
         for _ in 0..10 {
             let (outside, first_back, second_blocks) =
                 (Flag::default(), Flag::default(), Flag::default());
-            let setter = std::thread::spawn({
-                let (outside, second_blocks) = (outside.clone(), second_blocks.clone());
-                move || {
-                    assert!(wait_until(|| second_blocks.is_set()), "task 2 never ran");
-                    std::thread::sleep(Duration::from_millis(5));
-                    outside.set();
-                }
-            });
+            let setter = outside.set_soon_after(&second_blocks);
             let second = pool.block_on(pool.spawn_task(async move {
                 let second = bwos::task::spawn({
                     let (first_back, second_blocks) = (first_back.clone(), second_blocks.clone());
