@@ -169,7 +169,7 @@
 //!   there.
 //!
 //! # Verification
-//! Thirteen protocols are model-checked with loom, one model file each in
+//! Fourteen protocols are model-checked with loom, one model file each in
 //! `src/loom_models/`: the latch (`loom_models/latch.rs`), the sleep
 //! protocol (`loom_models/sleep.rs`), BWS's watchdog hand-off and credit
 //! wake-ups (`loom_models/balance.rs`), the Nowa scope counter
@@ -180,8 +180,9 @@
 //! resumption (`loom_models/fork_join.rs`), a fork region's boundary
 //! (`loom_models/fork_boundary.rs`), the work list's hand-over
 //! (`loom_models/worklist.rs`), the timers (`loom_models/timers.rs`), the
-//! paused clock's automatic advance (`loom_models/auto_advance.rs`) and the
-//! blocking pool's queue (`loom_models/blocking.rs`). Run them with
+//! paused clock's automatic advance (`loom_models/auto_advance.rs`), the
+//! blocking pool's queue (`loom_models/blocking.rs`) and a worker's baton
+//! among the threads that run it (`loom_models/handover.rs`). Run them with
 //! `RUSTFLAGS="--cfg bwos_loom" cargo test -p bwos --release --lib`: a loom
 //! build compiles only these protocol cores and their models.
 

@@ -58,8 +58,8 @@ const WITHDRAWN: u8 = 3;
 /// Runs the future that `root` makes from a [`Region`] on the current pool
 /// (the calling worker's, the global pool outside pools) and returns its
 /// output; the calling thread blocks until the output is there and no
-/// child of the region is being polled any more (a worker runs other pool
-/// work meanwhile, as in [`crate::block_on`]).
+/// child of the region is being polled any more (called on a worker, the
+/// worker moves to another thread meanwhile, as in [`crate::block_on`]).
 ///
 /// `root` must return a [`Boxed`] future (from [`fork::boxed_with`](super::boxed_with)
 /// or [`fork::boxed`](super::boxed)):

@@ -94,3 +94,37 @@ fn waiters_get_the_worker_in_turn() {
         worker.with(|runs| assert_eq!(unsafe { *runs }, 2));
     });
 }
+
+/// A runner whose loop needs the worker back (`take_a_turn_off`) passes it
+/// to a waiter and queues for it in one step; the waiter, a replacement,
+/// passes it back. The two never hold it at once, and once the runner has
+/// it back nobody is left waiting: the worker's own thread may then end
+/// it.
+#[test]
+fn passing_on_and_queueing_is_one_step() {
+    builder(3).check(|| {
+        let handover = Arc::new(Handover::new());
+        let worker = Arc::new(UnsafeCell::new(0u32));
+        let replacement = {
+            let (handover, worker) = (handover.clone(), worker.clone());
+            thread::spawn(move || {
+                handover.wait_for_turn(|| ());
+                // SAFETY: the worker was passed on to this thread (checked
+                // by loom).
+                worker.with_mut(|runs| unsafe { *runs += 1 });
+                while !handover.pass_on() {
+                    thread::yield_now();
+                }
+            })
+        };
+        while !handover.pass_on_and_wait(|| ()) {
+            thread::yield_now();
+        }
+        // SAFETY: the worker came back to this thread (checked by loom).
+        worker.with_mut(|runs| unsafe { *runs += 1 });
+        assert!(!handover.is_wanted(), "a thread still waits for the worker");
+        replacement.join().unwrap();
+        // SAFETY: every other thread was joined.
+        worker.with(|runs| assert_eq!(unsafe { *runs }, 2));
+    });
+}

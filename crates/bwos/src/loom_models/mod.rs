@@ -4,7 +4,7 @@
 //! injector, the I/O driver's seat, the timers' registration, firing,
 //! cancellation and watcher, the paused clock's automatic advance, the
 //! blocking pool's queue, `fork::join`'s suspension, a fork
-//! region's boundary and the work list's hand-over. Run with
+//! region's boundary, the work list's hand-over and a worker's baton. Run with
 //! `RUSTFLAGS="--cfg bwos_loom" cargo test -p bwos --release --lib`: a loom
 //! build compiles only these protocol files, at their usual module paths
 //! (see `lib.rs`), so the models check the real code.

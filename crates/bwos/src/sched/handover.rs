@@ -20,11 +20,21 @@
 //! frames go on. A thread starting a `block_in_place` passes the worker on
 //! the same way, and starts a replacement only if nobody waits.
 //!
-//! Each thread that gets the worker runs at least one job or poll (or its
-//! loop ends) before it passes it on again, so every waiting thread gets
-//! its turn and the threads whose frames wait for each other get theirs in
-//! turn. What remains a deadlock is a frame that waits on its own thread
-//! for a frame below it on that thread, as in any help-first scheduler.
+//! Each thread that gets the worker runs at least one turn of its loop (a
+//! job, a poll, or a look for work that found none) before it passes it
+//! on again, so every waiting thread gets its turn and the threads whose
+//! frames wait for each other get theirs in turn. What remains a deadlock
+//! is a frame that waits on its own thread for a frame below it on that
+//! thread, as in any help-first scheduler.
+//!
+//! A known cost: two loops that both wait for the worker with nothing to
+//! run (the worker's own thread back in its main loop, and a replacement
+//! in a `join` whose other half runs elsewhere) pass it back and forth at
+//! each turn until the `join` ends, instead of one of them sleeping; with
+//! the paused clock (`test-util`) the clock cannot jump meanwhile. A loop
+//! whose latch is not set could park until it is, and queue only then;
+//! that needs the latch's setter to reach it, which unparks of the worker
+//! do not.
 //!
 //! [`wait_for_turn`]: Handover::wait_for_turn
 
@@ -105,22 +115,60 @@ impl Handover {
     /// holds the worker.
     pub(crate) fn pass_on(&self) -> bool {
         let mut turns = self.lock();
+        if !self.grant_next(&mut turns) {
+            return false;
+        }
+        // Under the lock: once it is released, the thread granted the
+        // worker may take it, end the pool and free this baton.
+        self.granted.notify_all();
+        true
+    }
+
+    /// The runner, which needs the worker back to go on, gives it to the
+    /// thread that has waited longest and waits for its own turn, in one
+    /// step: no instant in which it neither holds the worker nor waits
+    /// for it (the worker's own thread, holding the worker with nobody
+    /// waiting and nobody lending, may then end the worker). Returns
+    /// `false`, still holding the worker, if no thread waits.
+    pub(crate) fn pass_on_and_wait(&self, wake_runner: impl FnOnce()) -> bool {
+        let mut turns = self.lock();
+        if !self.grant_next(&mut turns) {
+            return false;
+        }
+        let ticket = Self::queue(&mut turns);
+        // SeqCst: as in `wait_for_turn`.
+        self.wanted.store(true, Ordering::SeqCst);
+        self.granted.notify_all();
+        drop(turns);
+        wake_runner();
+        self.await_turn(ticket);
+        true
+    }
+
+    /// Grants the worker to the oldest waiter, if any (under the lock).
+    fn grant_next(&self, turns: &mut Turns) -> bool {
         let Some(next) = turns.waiting.pop_front() else {
             return false;
         };
         debug_assert!(turns.granted.is_none(), "one runner grants at a time");
         turns.granted = Some(next);
-        // Release: pairs with the spinning waiter's Acquire load (the lock
-        // orders it for a waiter that parked). Ticket + 1, so that 0 is
-        // nobody's.
-        self.last_granted.store(next + 1, Ordering::Release);
         if turns.waiting.is_empty() {
             // SeqCst: as the store in `wait_for_turn`, under the lock.
             self.wanted.store(false, Ordering::SeqCst);
         }
-        drop(turns);
-        self.granted.notify_all();
+        // Release, after the stores above: pairs with the spinning
+        // waiter's Acquire load (the lock orders them for a waiter that
+        // parked). Ticket + 1, so that 0 is nobody's.
+        self.last_granted.store(next + 1, Ordering::Release);
         true
+    }
+
+    /// Queues the calling thread for the worker; returns its ticket.
+    fn queue(turns: &mut Turns) -> u64 {
+        let ticket = turns.next_ticket;
+        turns.next_ticket += 1;
+        turns.waiting.push_back(ticket);
+        ticket
     }
 
     /// The runner lends the worker for a while (`block_in_place`) and will
@@ -151,21 +199,24 @@ impl Handover {
     /// announced: it must make the runner reach a boundary if it sleeps.
     pub(crate) fn wait_for_turn(&self, wake_runner: impl FnOnce()) {
         let mut turns = self.lock();
-        let ticket = turns.next_ticket;
-        turns.next_ticket += 1;
-        turns.waiting.push_back(ticket);
+        let ticket = Self::queue(&mut turns);
         // SeqCst: the waiter's half of the Dekker pair with a runner that
         // falls asleep (`is_wanted`).
         self.wanted.store(true, Ordering::SeqCst);
         drop(turns);
         wake_runner();
+        self.await_turn(ticket);
+    }
+
+    /// Waits until the worker is granted to `ticket`, and takes it.
+    fn await_turn(&self, ticket: u64) {
         // A runner at a boundary, or spinning for work, passes the worker
         // on within microseconds: look for the turn a while before the
         // thread parks, which would cost the runner a futex wake-up and
         // this thread a wake-up latency on top.
         #[cfg(not(bwos_loom))]
         for spin in 0..SPINS_BEFORE_PARKING {
-            // Acquire: pairs with `pass_on`'s Release store; the lock
+            // Acquire: pairs with `grant_next`'s Release store; the lock
             // below orders the rest.
             if self.last_granted.load(Ordering::Acquire) == ticket + 1 {
                 break;

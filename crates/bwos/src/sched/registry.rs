@@ -67,8 +67,9 @@ pub(crate) struct RegistryOptions {
 pub(crate) struct Registry {
     stealers: Box<[lifo::Stealer<JobRef>]>,
     threads: Box<[OnceLock<Thread>]>,
-    /// Per worker: the thread that runs it while its own thread is in
-    /// `block_in_place` (`replacement.rs`), which unparks reach too.
+    /// Per worker: the thread other than its own that runs it now (a
+    /// replacement, or a thread that lent it and took it back: see
+    /// `handover.rs`), which unparks reach too.
     replacements: Box<[Mutex<Option<Thread>>]>,
     /// Per worker: whether `replacements` holds a thread (the unpark
     /// path's one extra load).
@@ -239,7 +240,8 @@ impl Registry {
         self.replaced[index].store(true, Ordering::Release);
     }
 
-    /// The replacement of worker `index` stops running it.
+    /// Worker `index`'s own thread runs it again (`WorkerThread::take_turn`):
+    /// unparks reach that thread alone.
     pub(crate) fn unregister_replacement(&self, index: usize) {
         // Relaxed: a late unpark of the old replacement is harmless.
         self.replaced[index].store(false, Ordering::Relaxed);

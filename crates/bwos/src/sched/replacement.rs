@@ -17,12 +17,13 @@
 //!
 //! When the closure returns, the thread waits for its turn to run the
 //! worker again (`handover.rs`): the thread running it passes it on at its
-//! next boundary between jobs and polls, and a replacement then exits.
-//! That wait is the one cost the caller sees: at most one job or poll of
-//! the pool's work. The worker is passed on in the order threads wait for
-//! it, not in the order it was lent: a replacement may itself lend it on
-//! (a `block_on` in a task it polls), and the first thread's closure may
-//! be what the later one waits for.
+//! next boundary between jobs and polls (to the threads that waited
+//! longer first), and a replacement then waits for the next call
+//! (`spare_threads.rs`). That wait is the one cost the caller sees: the
+//! job or poll the worker is in, usually. The worker is passed on in the
+//! order threads wait for it, not in the order it was lent: a replacement
+//! may itself lend it on (a `block_on` in a task it polls), and the first
+//! thread's closure may be what the later one waits for.
 //!
 //! The worker is used by one thread at a time: a thread touches it only
 //! between taking its turn and passing it on, and the baton's lock (or
@@ -38,7 +39,7 @@ use std::sync::Arc;
 use super::context;
 use super::latch::CoreLatch;
 use super::registry::Registry;
-use super::spare_threads::Slot;
+use super::spare_threads::{Lent, Slot};
 use super::worker::WorkerThread;
 
 thread_local! {
@@ -105,13 +106,15 @@ pub(crate) fn block_in_place<R>(outside_work: bool, f: impl FnOnce() -> R) -> R 
         return f();
     }
     let result = panic::catch_unwind(AssertUnwindSafe(|| context::enter(&registry, f)));
+    handover.wait_for_turn(|| registry.wake_runner(index));
+    worker.take_turn(turn);
+    worker.borrower_returned();
+    // Counted until the worker is back: the paused clock must not jump
+    // while this thread waits to go on with the pool's work.
     #[cfg(feature = "test-util")]
     if outside_work {
         registry.outside_work_finished();
     }
-    handover.wait_for_turn(|| registry.wake_runner(index));
-    worker.take_turn(turn);
-    worker.borrower_returned();
     match result {
         Ok(value) => value,
         Err(payload) => panic::resume_unwind(payload),
@@ -120,13 +123,16 @@ pub(crate) fn block_in_place<R>(outside_work: bool, f: impl FnOnce() -> R) -> R 
 
 /// Gives `worker`, which the calling thread left and nobody waits to take,
 /// to a spare replacement thread (`spare_threads.rs`), or starts one.
-fn start_replacement(worker: &WorkerThread, registry: &Registry) -> std::io::Result<()> {
-    // The worker's address crosses to the replacement as an integer: the
-    // safety argument is the hand-over's, not the type's.
-    let address = std::ptr::from_ref(worker) as usize;
-    if registry.spare_threads.give(address) {
+fn start_replacement(worker: &WorkerThread, registry: &Arc<Registry>) -> std::io::Result<()> {
+    let lent = Lent {
+        // The worker's address crosses to the replacement as an integer:
+        // the safety argument is the hand-over's, not the type's.
+        address: std::ptr::from_ref(worker) as usize,
+        _pool: Arc::clone(registry),
+    };
+    let Err(lent) = registry.spare_threads.give(lent) else {
         return Ok(());
-    }
+    };
     // Named as the worker it starts for (the pool's `thread_name`): it is
     // that worker, for whoever reads thread names (profilers, tests of
     // where a task ran). A spare keeps the name when it runs another.
@@ -145,19 +151,23 @@ fn start_replacement(worker: &WorkerThread, registry: &Registry) -> std::io::Res
         let _tokio = super::tokio_compat::enter();
         super::idle::spread::mark_worker_thread();
         let slot = Arc::new(Slot::default());
-        let mut address = address;
+        let mut lent = lent;
         loop {
-            // SAFETY: the worker lives on its own thread's stack, below a
-            // `block_in_place` that takes it back before it returns, which
-            // needs this thread to pass it on; the thread that left it found
-            // nobody to pass it to and started this thread or gave it to
-            // this one (`SpareThreads::give`, under a lock), which orders
-            // their accesses (`run_as_replacement`'s contract).
-            let worker = unsafe { &*(address as *const WorkerThread) };
+            // SAFETY: the worker lives on its own thread's stack, which it
+            // leaves only once no thread lent the worker or waits for it
+            // (`WorkerThread::wait_for_borrowers`), and this thread runs it
+            // until it passes it on; the thread that left it found nobody
+            // to pass it to and started this thread or gave it to this one
+            // (`SpareThreads::give`, under a lock), which orders their
+            // accesses (`run_as_replacement`'s contract).
+            let worker = unsafe { &*(lent.address as *const WorkerThread) };
             // SAFETY: as above.
             unsafe { worker.run_as_replacement() };
+            // Held until the worker is passed on: passing it on touches
+            // the baton in the pool, which may end right after.
+            drop(lent);
             match spare_threads.wait_for_worker(&slot) {
-                Some(next) => address = next,
+                Some(next) => lent = next,
                 None => break,
             }
         }

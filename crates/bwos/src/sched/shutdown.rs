@@ -21,9 +21,10 @@
 //!    ([`worker_shut_down`]): the task side (every task left is cancelled,
 //!    and so is every task spawned or woken from now on), the blocking pool
 //!    (closures not started are cancelled; running ones finish on their
-//!    threads) and its spare replacement threads (`spare_threads.rs`), the I/O driver (socket operations fail), the timers (they
-//!    fire at once: nobody would fire them later). Then it tells the owner
-//!    waiting in step 5.
+//!    threads), the spare replacement threads (`spare_threads.rs`), the
+//!    I/O driver (socket operations fail), the timers (they fire at once:
+//!    nobody would fire them later). Then it tells the owner waiting in
+//!    step 5.
 //! 5. **The owner waits, or not** ([`shut_down`]). Dropping the pool joins
 //!    the worker threads, unless the pool detaches them
 //!    (`ThreadPoolBuilder::detach_threads_on_drop`) or is dropped on one of

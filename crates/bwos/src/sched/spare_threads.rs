@@ -15,8 +15,10 @@
 //! `shutdown.rs`); a thread given a worker since runs it until it passes
 //! it on, as any replacement.
 
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
+
+use super::registry::Registry;
 
 /// The spare replacement threads of one pool.
 pub(crate) struct SpareThreads {
@@ -26,7 +28,7 @@ pub(crate) struct SpareThreads {
 
 struct Spares {
     /// The spare threads waiting for a worker, each by its slot.
-    idle: Vec<std::sync::Arc<Slot>>,
+    idle: Vec<Arc<Slot>>,
     shut_down: bool,
 }
 
@@ -37,13 +39,22 @@ pub(crate) struct Slot {
     given: Condvar,
 }
 
-#[derive(Default, Clone, Copy)]
+#[derive(Default)]
 enum Next {
     #[default]
     Waiting,
-    /// The address of a worker to run (see `start_replacement`).
-    Worker(usize),
+    /// A worker to run (see `start_replacement`).
+    Worker(Lent),
     Exit,
+}
+
+/// A worker lent to a replacement thread: its address (the safety
+/// argument is the hand-over's, not the type's) and its pool, which the
+/// thread holds until it has passed the worker on (its last touch of the
+/// baton may come after the worker's own thread ended the worker).
+pub(crate) struct Lent {
+    pub(crate) address: usize,
+    pub(crate) _pool: Arc<Registry>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -62,34 +73,33 @@ impl SpareThreads {
         }
     }
 
-    /// Gives the worker at `address` to a spare thread, if one waits;
-    /// returns whether one took it.
-    pub(crate) fn give(&self, address: usize) -> bool {
+    /// Gives `lent` to a spare thread, if one waits; else returns it.
+    pub(crate) fn give(&self, lent: Lent) -> Result<(), Lent> {
         let Some(slot) = lock(&self.state).idle.pop() else {
-            return false;
+            return Err(lent);
         };
-        *lock(&slot.next) = Next::Worker(address);
+        *lock(&slot.next) = Next::Worker(lent);
         slot.given.notify_one();
-        true
+        Ok(())
     }
 
     /// The calling replacement thread passed its worker on: waits, for the
     /// keep-alive at most, to be given another one. `None`: the thread
     /// exits.
-    pub(crate) fn wait_for_worker(&self, slot: &std::sync::Arc<Slot>) -> Option<usize> {
+    pub(crate) fn wait_for_worker(&self, slot: &Arc<Slot>) -> Option<Lent> {
         {
             let mut spares = lock(&self.state);
             if spares.shut_down {
                 return None;
             }
             *lock(&slot.next) = Next::Waiting;
-            spares.idle.push(std::sync::Arc::clone(slot));
+            spares.idle.push(Arc::clone(slot));
         }
         let deadline = Instant::now() + self.keep_alive;
         let mut next = lock(&slot.next);
         loop {
-            match *next {
-                Next::Worker(address) => return Some(address),
+            match std::mem::take(&mut *next) {
+                Next::Worker(lent) => return Some(lent),
                 Next::Exit => return None,
                 Next::Waiting => {}
             }
@@ -99,10 +109,7 @@ impl SpareThreads {
                 // Leaving: unless a `give` took this slot off the list
                 // meanwhile, in which case its worker is on the way.
                 let mut spares = lock(&self.state);
-                if let Some(position) = spares
-                    .idle
-                    .iter()
-                    .position(|idle| std::sync::Arc::ptr_eq(idle, slot))
+                if let Some(position) = spares.idle.iter().position(|idle| Arc::ptr_eq(idle, slot))
                 {
                     spares.idle.swap_remove(position);
                     return None;

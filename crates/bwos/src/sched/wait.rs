@@ -96,8 +96,8 @@ impl Latch for WorkerLatch {
 /// waiter.
 ///
 /// A waiter that is a worker of some pool (it waits for another pool's
-/// work, or runs the first poll of a `block_on`) keeps running its own
-/// pool's work meanwhile
+/// work, or in a `block_on` while another pool's `EnterGuard` hides it)
+/// keeps running its own pool's work meanwhile
 /// and, when that runs out, sleeps where its pool's workers sleep: on its
 /// park token, or in its pool's I/O driver, which a thread unpark does not
 /// interrupt. Such a waiter is woken through its pool's registry, as its

@@ -1169,10 +1169,11 @@ impl WorkerThread {
         idle.work_found(self.idle_worker());
         long_polls::close(&self.poll_timing, || self.counters());
         let turn = self.leave_for_a_turn();
-        if self.handover().pass_on() {
-            self.handover()
-                .wait_for_turn(|| self.registry.wake_runner(self.index));
-        }
+        // One step: in between, this thread would be neither holding the
+        // worker nor waiting for it, and the worker's own thread could end
+        // it (`wait_for_borrowers`).
+        self.handover()
+            .pass_on_and_wait(|| self.registry.wake_runner(self.index));
         self.take_turn(turn);
     }
 

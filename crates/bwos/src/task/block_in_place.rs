@@ -7,13 +7,14 @@
 /// to a replacement thread before `f` runs, so nothing waits for `f`.
 /// tokio's `block_in_place`.
 ///
-/// When `f` returns, the calling thread takes its worker back as soon as
-/// the thread running it finishes the job or task poll it is running, and
-/// that replacement waits for the next call (or exits after the pool's
-/// [`blocking_keep_alive`](crate::ThreadPoolBuilder::blocking_keep_alive)).
+/// When `f` returns, the calling thread takes its worker back once the
+/// thread running it finishes the job or task poll it is in (and any
+/// thread that waited for the worker longer has had its turn); a
+/// replacement then waits for the next call, for the pool's
+/// [`blocking_keep_alive`](crate::ThreadPoolBuilder::blocking_keep_alive).
 /// Inside `f` the thread works for the pool as a blocking thread does: the
-/// tasks, timers and joins `f` starts go to this pool. A panic in `f` comes back out of `block_in_place` after the
-/// worker is back.
+/// tasks, timers and joins `f` starts go to this pool. A panic in `f`
+/// comes back out of `block_in_place` after the worker is back.
 ///
 /// Use it where a task, or a `join` or `scope` closure, must call blocking
 /// code in the middle of its work and cannot move it to

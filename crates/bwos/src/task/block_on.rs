@@ -43,7 +43,9 @@ use crate::sched::worker::WorkerThread;
 /// [`block_in_place`](crate::task::block_in_place), unless the first poll
 /// is ready: the pool's other tasks never run on top of this call, so one
 /// that waits for this call's caller cannot deadlock it (tokio's
-/// `Handle::block_on` panics inside a task instead). A panic in the
+/// `Handle::block_on` panics inside a task instead). The exception is a
+/// worker hidden by another pool's [`EnterGuard`](crate::EnterGuard),
+/// which waits running its own pool's work as before. A panic in the
 /// future unwinds out of `block_on`.
 ///
 /// The future need not be `Send` (it never leaves the calling thread) and
