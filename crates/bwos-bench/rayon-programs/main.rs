@@ -1,4 +1,4 @@
-//! The parallel-iterator programs of `bwos-bench rayon`, built twice: once
+//! The rayon programs of `bwos-bench rayon`, built twice: once
 //! against stock rayon and once with rayon-core patched onto bwos (see
 //! `src/rayon.rs`). Not part of the bwos-bench crate: the bench
 //! writes the two manifests and builds this file with each.
@@ -31,6 +31,59 @@ fn fib(n: u32) -> u64 {
     a + b
 }
 
+/// Sorts `v` stably with a merge sort whose halves sort in parallel
+/// (`rayon::join`) down to 2,048 elements, which the standard library's
+/// sort takes; `scratch` is as long as `v`.
+fn merge_sort<T: Ord + Copy + Send>(v: &mut [T], scratch: &mut [T]) {
+    if v.len() <= 2048 {
+        v.sort();
+        return;
+    }
+    let mid = v.len() / 2;
+    {
+        let (left, right) = v.split_at_mut(mid);
+        let (left_scratch, right_scratch) = scratch.split_at_mut(mid);
+        rayon::join(
+            || merge_sort(left, left_scratch),
+            || merge_sort(right, right_scratch),
+        );
+    }
+    // The halves are sorted: merge them into `scratch`, then copy back.
+    let (left, right) = v.split_at(mid);
+    let (mut i, mut j) = (0, 0);
+    for slot in scratch.iter_mut() {
+        // Ties take the left element first: the sort stays stable.
+        if j == right.len() || (i < left.len() && left[i] <= right[j]) {
+            *slot = left[i];
+            i += 1;
+        } else {
+            *slot = right[j];
+            j += 1;
+        }
+    }
+    v.copy_from_slice(scratch);
+}
+
+/// `calls` merge sorts of copies of `input`, back to back from outside
+/// the pool; the time of the calls alone is the run's.
+fn merge_sorts<T: Ord + Copy + Send>(input: &[T], calls: usize, key: impl Fn(&T) -> u64) -> u64 {
+    let mut scratch = input.to_vec();
+    let mut checked = input.to_vec();
+    merge_sort(&mut checked, &mut scratch);
+    let mut expected = input.to_vec();
+    expected.sort();
+    assert!(checked == expected, "the merge sort got its input wrong");
+    timed(|| {
+        (0..calls)
+            .map(|_| {
+                let mut data = input.to_vec();
+                merge_sort(&mut data, &mut scratch);
+                key(&data[data.len() / 3])
+            })
+            .fold(0, u64::wrapping_add)
+    })
+}
+
 /// A few hundred nanoseconds of arithmetic per element.
 fn heavy(x: f64) -> f64 {
     let mut acc = x;
@@ -54,11 +107,7 @@ fn run(program: &str, scale: f64) -> u64 {
         "sort" => {
             let mut state = 0x9E37_79B9_7F4A_7C15;
             let mut data: Vec<u64> = (0..n(10_000_000)).map(|_| xorshift(&mut state)).collect();
-            let start = Instant::now();
-            data.par_sort_unstable();
-            // The timed part is the sort alone: report it through the
-            // result's low bits would be confusing, so print here.
-            SORT_NS.with(|ns| ns.set(start.elapsed().as_nanos() as u64));
+            timed(|| data.par_sort_unstable());
             data[data.len() / 2]
         }
         "map-filter-collect" => {
@@ -94,10 +143,66 @@ fn run(program: &str, scale: f64) -> u64 {
             .par_bridge()
             .map(|i| heavy(i as f64) as u64)
             .reduce(|| 0, u64::wrapping_add),
+        // rayon-demo's `parallel_find_any_middle`: the needle sits where
+        // the first split puts the second half, so a call is fast only if
+        // another worker takes that half at once; back to back calls.
+        "find-any-middle" => {
+            let mut state = 0x2545_F491_4F6C_DD1D;
+            let haystack: Vec<u32> = (0..n(10_000_000))
+                .map(|_| xorshift(&mut state) as u32)
+                .collect();
+            let needle = haystack[haystack.len() / 2];
+            timed(|| {
+                (0..100)
+                    .map(|_| {
+                        let found = haystack.par_iter().find_any(|&&x| x == needle);
+                        u64::from(*found.expect("the needle is in the haystack"))
+                    })
+                    .fold(0, u64::wrapping_add)
+            })
+        }
+        // rayon-demo's `par_sort_descending`: 50,000 keys in descending
+        // order (a sort that only checks and reverses), back to back.
+        "sort-descending" => {
+            let descending: Vec<u64> = (0..n(50_000) as u64).rev().collect();
+            (0..1000)
+                .map(|_| {
+                    let mut data = descending.clone();
+                    data.par_sort();
+                    data[data.len() / 3]
+                })
+                .fold(0, u64::wrapping_add)
+        }
+        // rayon-demo's `demo_merge_sort_big`: a join-based merge sort of
+        // 50,000 random 128-byte elements, back to back.
+        "merge-sort-big" => {
+            let mut state = 0x1405_7B7E_F767_814F;
+            // At least 16,384 elements (a smoke run's scale too): the sort
+            // splits down to 2,048, so smaller inputs would never join.
+            let input: Vec<[u64; 16]> = (0..n(50_000).max(16_384))
+                .map(|_| [xorshift(&mut state); 16])
+                .collect();
+            merge_sorts(&input, 60, |element| element[0])
+        }
+        // rayon-demo's `demo_merge_sort_mostly_ascending`: the same sort of
+        // 50,000 ascending keys with sqrt(n) random pairs swapped.
+        "merge-sort-mostly-ascending" => {
+            // At least 16,384, as above.
+            let len = n(50_000).max(16_384);
+            let mut input: Vec<u64> = (0..len as u64).collect();
+            let mut state = 0x9FB2_1C65_1E98_DF25;
+            for _ in (0..len).take_while(|swaps| swaps * swaps <= len) {
+                let x = xorshift(&mut state) as usize % len;
+                let y = xorshift(&mut state) as usize % len;
+                input.swap(x, y);
+            }
+            merge_sorts(&input, 400, |&key| key)
+        }
         other => {
             eprintln!(
                 "unknown program {other:?}: sum-squares, sort, map-filter-collect, \
-                 chunks-heavy, nested, join-fib, par-bridge"
+                 chunks-heavy, nested, join-fib, par-bridge, find-any-middle, \
+                 sort-descending, merge-sort-big, merge-sort-mostly-ascending"
             );
             std::process::exit(2);
         }
@@ -105,7 +210,20 @@ fn run(program: &str, scale: f64) -> u64 {
 }
 
 thread_local! {
-    static SORT_NS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// The time of the part of a run that `timed` measured, for programs
+    /// whose input takes longer to make than the work to time (the sort's
+    /// 10M keys, find-any-middle's 10M haystack, the merge sorts'
+    /// inputs); `None`: the whole run.
+    static TIMED_NS: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `work` and records its time as the run's timed part.
+fn timed<R>(work: impl FnOnce() -> R) -> R {
+    let start = Instant::now();
+    let result = work();
+    let ns = start.elapsed().as_nanos() as u64;
+    TIMED_NS.with(|timed| timed.set(Some(ns)));
+    result
 }
 
 fn main() {
@@ -131,10 +249,8 @@ fn main() {
     black_box(run(program, scale));
     let start = Instant::now();
     black_box(run(program, scale));
-    let mut ns = start.elapsed().as_nanos() as u64;
-    if program == "sort" {
-        ns = SORT_NS.with(std::cell::Cell::get);
-    }
+    let whole = start.elapsed().as_nanos() as u64;
+    let ns = TIMED_NS.with(std::cell::Cell::get).unwrap_or(whole);
     print!("ns={ns} worker={worker}");
     if let Some(idle_ms) = idle_ms {
         let before = process_cpu_ns();

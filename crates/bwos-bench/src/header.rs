@@ -12,6 +12,11 @@ pub struct Header {
     pub cores: usize,
     pub os: String,
     pub git_revision: String,
+    /// The checkout's revision when the run started, if it is not the
+    /// binary's: `rayon`, `rayon-apps` and `rayon-demo` build the drop-in
+    /// and their programs from the checkout at run time, so a stale binary
+    /// measures newer code than `git_revision` says.
+    pub checkout_revision: Option<String>,
     pub optimized: bool,
     /// The day of the run (UTC), `YYYY-MM-DD`.
     pub date: String,
@@ -26,6 +31,8 @@ impl Header {
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             os: format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
             git_revision: env!("BWOS_GIT_REVISION").to_string(),
+            checkout_revision: checkout_revision()
+                .filter(|checkout| checkout != env!("BWOS_GIT_REVISION")),
             optimized: !cfg!(debug_assertions),
             date: today(),
         }
@@ -37,11 +44,29 @@ impl Header {
             "command:  {}\nmachine:  {} ({} cores, {})\nrevision: {}\ndate:     {}\n",
             self.command_line, self.cpu_model, self.cores, self.os, self.git_revision, self.date
         );
+        if let Some(checkout) = &self.checkout_revision {
+            out.push_str(&format!(
+                "checkout: {checkout} (not the binary's: what builds at run time, the \
+                 rayon-core drop-in and its programs, comes from it)\n"
+            ));
+        }
         if !self.optimized {
             out.push_str("WARNING:  debug build; run with --release for meaningful numbers\n");
         }
         out
     }
+}
+
+/// `git describe --always --dirty` of the checkout the binary was built
+/// in, now; `None` without git or outside a checkout.
+fn checkout_revision() -> Option<String> {
+    let output = std::process::Command::new("git")
+        .args(["describe", "--always", "--dirty"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|output| output.status.success())?;
+    Some(String::from_utf8_lossy(&output.stdout).trim().to_string())
 }
 
 fn cpu_model() -> Option<String> {

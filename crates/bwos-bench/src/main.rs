@@ -99,7 +99,7 @@ subcommands! {
     /// plus solo costs, oversubscription and the stealing-policy table.
     Corun(Options<corun::CorunArgs>),
     /// rayon's parallel iterators on stock rayon-core and on the bwos
-    /// drop-in (`crates/rayon-core`): seven programs, two builds, run
+    /// drop-in (`crates/rayon-core`): eleven programs, two builds, run
     /// alternately on 1 and 2 threads.
     Rayon(Options<rayon::RayonArgs>),
     /// Parallel marking of synthetic heaps (the BWoS paper's GC use): a

@@ -153,9 +153,13 @@
 //! mutex poisoning works as usual. Which panic wins: in `join`, `a`'s
 //! when both panic; in a scope, the first one recorded in time, the
 //! body's included (rayon-core's rules). bwos's own bookkeeping (a scope
-//! completion, the scheduler loop) runs under a guard that aborts only if
-//! that bwos code itself unwinds, which would be a bug in bwos: user code
-//! never runs under it.
+//! completion, the scheduler loop, a nested wait) runs under a guard that
+//! aborts only if that bwos code itself unwinds, which would be a bug in
+//! bwos: the user code it runs (jobs, task polls, futures' destructors)
+//! runs under `catch_unwind`, and so does a `Waker::wake` it calls (a
+//! timer's, a socket's, a join handle's waiter): a waker that panics there
+//! is reported on stderr after the panic hook's message, its panic is
+//! dropped, and the other wake-ups of the same batch still happen.
 //!
 //! Code that runs while a thread unwinds (a destructor of the user's) may
 //! itself call `join` or `scope`; they behave as anywhere else.
@@ -202,6 +206,7 @@ mod sched {
     pub(crate) mod sync;
     pub(crate) mod task;
     pub(crate) mod time;
+    pub(crate) mod user_wake;
     pub(crate) mod blocking {
         pub(crate) mod queue;
     }

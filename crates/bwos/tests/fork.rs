@@ -411,6 +411,67 @@ fn a_panic_reaches_the_parent_after_the_sibling_finished() {
     );
 }
 
+/// A future that is ready at once and whose destructor panics.
+struct PanicsWhenDropped;
+
+impl Future for PanicsWhenDropped {
+    type Output = u64;
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<u64> {
+        Poll::Ready(7)
+    }
+}
+
+impl Drop for PanicsWhenDropped {
+    fn drop(&mut self) {
+        panic!("child destructor");
+    }
+}
+
+/// A child whose future panics when it is dropped, right after it
+/// finished: the panic is the child's outcome and reaches the parent,
+/// whichever thread polled the child, in `fork::join` and in
+/// `Region::join`. A thief polls a region's stolen child in its scheduler
+/// loop, which must not unwind: there the panic aborted the process
+/// before `Child::poll_once` caught it.
+// Mutation caught: dropping the finished future outside a `catch_unwind`
+// (the process aborts once a thief finishes a region's child).
+#[test]
+fn a_panicking_destructor_of_a_finished_child_reaches_the_parent() {
+    watchdog(
+        "a_panicking_destructor_of_a_finished_child_reaches_the_parent",
+        || {
+            let pool = pool(2);
+            for round in 0..50 {
+                let in_join = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    pool.block_on(fork::join(fib(16), PanicsWhenDropped))
+                }));
+                let in_region = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    pool.install(|| {
+                        fork::block_on(|region| {
+                            fork::boxed(
+                                async move { region.join(fib(16), PanicsWhenDropped).await.1 },
+                            )
+                        })
+                    })
+                }));
+                for (how, result) in [
+                    ("fork::join", in_join.map(|_| ())),
+                    ("Region::join", in_region.map(|_| ())),
+                ] {
+                    let payload = result.expect_err("the join panics");
+                    assert_eq!(
+                        panic_message(&payload),
+                        "child destructor",
+                        "{how}, round {round}"
+                    );
+                }
+            }
+            // The pool carries on.
+            assert_eq!(pool.block_on(fib(10)), 55);
+        },
+    );
+}
+
 /// The same inside a join that runs its children one after the other
 /// (the fast path of a nested join on a one-thread pool): a panic of
 /// either inner child reaches the parent after every sibling, inner and

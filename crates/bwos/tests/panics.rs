@@ -463,3 +463,146 @@ fn random_panic_trees_behave_like_the_sequential_reference() {
         },
     );
 }
+
+/// A waker whose `wake` panics, after counting the call: the user code the
+/// scheduler calls when a task it waits for finishes, a timer fires or a
+/// socket becomes ready.
+#[derive(Default)]
+struct PanickingWaker(AtomicUsize);
+
+impl std::task::Wake for PanickingWaker {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        panic!("a waker that panics");
+    }
+}
+
+impl PanickingWaker {
+    fn new() -> (std::sync::Arc<Self>, std::task::Waker) {
+        let counter = std::sync::Arc::new(PanickingWaker::default());
+        let waker = std::task::Waker::from(std::sync::Arc::clone(&counter));
+        (counter, waker)
+    }
+
+    fn calls(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// Polls `future` once with `waker`.
+fn poll_with<F: std::future::Future + ?Sized>(
+    future: std::pin::Pin<&mut F>,
+    waker: &std::task::Waker,
+) -> std::task::Poll<F::Output> {
+    future.poll(&mut std::task::Context::from_waker(waker))
+}
+
+fn assert_the_pool_still_works(pool: &ThreadPool) {
+    assert_eq!(pool.install(|| fib(15)), fib_serial(15));
+    assert_eq!(pool.block_on(async { 5 }), 5);
+}
+
+// Mutation caught: `task/raw.rs` waking the join waker with a plain
+// `wake_by_ref` (the worker that completes the task aborts the process).
+#[test]
+fn a_join_handle_waiter_that_panics_does_not_abort_the_pool() {
+    watchdog(
+        "a_join_handle_waiter_that_panics_does_not_abort_the_pool",
+        || {
+            let pool = pool(2);
+            let (release, released) = std::sync::mpsc::channel::<()>();
+            let released = std::sync::Mutex::new(released);
+            let mut handle = pool.spawn_task(async move {
+                released.lock().unwrap().recv().unwrap();
+                7
+            });
+            let (waiter, waker) = PanickingWaker::new();
+            assert!(
+                poll_with(std::pin::Pin::new(&mut handle), &waker).is_pending(),
+                "the task waits for the release"
+            );
+            release.send(()).unwrap();
+            // Not polled again until then: the scheduler calls that waker.
+            assert!(common::wait_until(|| waiter.calls() == 1));
+            let outcome = poll_with(std::pin::Pin::new(&mut handle), std::task::Waker::noop());
+            assert!(matches!(outcome, std::task::Poll::Ready(Ok(7))));
+            assert_the_pool_still_works(&pool);
+        },
+    );
+}
+
+// Mutation caught: `Timers::fire_until` waking with a plain `Waker::wake`
+// (the thread that fires the timers aborts the process, and the second
+// timer of the batch would not be woken).
+#[test]
+fn timers_whose_wakers_panic_do_not_abort_the_pool_or_stall_the_others() {
+    watchdog(
+        "timers_whose_wakers_panic_do_not_abort_the_pool_or_stall_the_others",
+        || {
+            let pool = pool(2);
+            let (waiter, waker) = PanickingWaker::new();
+            let (mut first, mut second) = pool.block_on(async {
+                // One deadline: both fire in the same batch. Far enough
+                // that a slow machine polls them before it.
+                let deadline = std::time::Instant::now() + std::time::Duration::from_millis(100);
+                let mut first = Box::pin(bwos::time::sleep_until(deadline));
+                let mut second = Box::pin(bwos::time::sleep_until(deadline));
+                assert!(poll_with(first.as_mut(), &waker).is_pending());
+                assert!(poll_with(second.as_mut(), &waker).is_pending());
+                (first, second)
+            });
+            assert!(common::wait_until(|| waiter.calls() == 2));
+            assert!(poll_with(first.as_mut(), std::task::Waker::noop()).is_ready());
+            assert!(poll_with(second.as_mut(), std::task::Waker::noop()).is_ready());
+            assert_the_pool_still_works(&pool);
+        },
+    );
+}
+
+// Mutation caught: `Readiness` waking its reader with a plain
+// `Waker::wake` (the worker that turns the I/O driver aborts the process).
+#[cfg(feature = "io")]
+#[test]
+fn a_socket_whose_waker_panics_does_not_abort_the_pool() {
+    use futures_lite::{AsyncReadExt, AsyncWriteExt};
+    watchdog(
+        "a_socket_whose_waker_panics_does_not_abort_the_pool",
+        || {
+            let pool = pool(2);
+            let (waiter, waker) = PanickingWaker::new();
+            let (listener, mut accept) = pool.block_on(async {
+                let listener = bwos::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                let listener = std::sync::Arc::new(listener);
+                let mut accept = Box::pin({
+                    let listener = std::sync::Arc::clone(&listener);
+                    async move { listener.accept().await }
+                });
+                assert!(
+                    poll_with(accept.as_mut(), &waker).is_pending(),
+                    "nobody connected"
+                );
+                (listener, accept)
+            });
+            let address = listener.local_addr().unwrap();
+            let client = pool.spawn_task(async move {
+                let mut stream = bwos::net::TcpStream::connect(address).await.unwrap();
+                stream.write_all(b"ping").await.unwrap();
+                stream
+            });
+            assert!(common::wait_until(|| waiter.calls() == 1));
+            let std::task::Poll::Ready(accepted) =
+                poll_with(accept.as_mut(), std::task::Waker::noop())
+            else {
+                panic!("the connection is there: the waker was called for it");
+            };
+            let (mut server, _) = accepted.unwrap();
+            pool.block_on(async {
+                let mut bytes = [0; 4];
+                server.read_exact(&mut bytes).await.unwrap();
+                assert_eq!(&bytes, b"ping");
+            });
+            drop(pool.block_on(client).expect("the client task returned"));
+            assert_the_pool_still_works(&pool);
+        },
+    );
+}

@@ -163,7 +163,17 @@ pub fn html(report: &Report) -> String {
                 header.cpu_model, header.cores, header.os
             ),
         ),
-        ("revision", header.git_revision.clone()),
+        (
+            "revision",
+            match &header.checkout_revision {
+                Some(checkout) => format!(
+                    "{} (checkout {checkout}: the rayon-core drop-in and its programs are \
+                     built from it)",
+                    header.git_revision
+                ),
+                None => header.git_revision.clone(),
+            },
+        ),
         ("date", header.date.clone()),
         ("command", header.command_line.clone()),
         ("build", build.to_string()),

@@ -9,6 +9,8 @@ use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
+use crate::sched::job::drop_quietly;
+
 /// A forked future: still running, finished with its output, or finished
 /// with a panic (its future already dropped).
 pub(crate) enum Child<F: Future> {
@@ -28,7 +30,9 @@ impl<F: Future> Child<F> {
     /// Polls the future once if it still runs, with `waker` as its waker.
     /// Never unwinds: a panic is caught and kept, and the future is dropped
     /// at once (outside the unwinding, so its destructor runs as ordinary
-    /// code).
+    /// code). A panic of that destructor is caught too and becomes the
+    /// child's outcome (as a task's does): a thief runs this in its
+    /// scheduler loop, which must not unwind.
     ///
     /// # Safety
     /// `self` is pinned: the future inside never moves until it is dropped.
@@ -41,13 +45,44 @@ impl<F: Future> Child<F> {
         // it) is pinned.
         let future = unsafe { Pin::new_unchecked(future) };
         let mut cx = Context::from_waker(waker);
-        match panic::catch_unwind(AssertUnwindSafe(|| future.poll(&mut cx))) {
-            Ok(Poll::Pending) => {}
-            // Replacing the variant drops the future in place, which
-            // pinning allows.
-            Ok(Poll::Ready(output)) => *self = Child::Done(output),
-            Err(payload) => *self = Child::Panicked(payload),
+        let next = match panic::catch_unwind(AssertUnwindSafe(|| future.poll(&mut cx))) {
+            Ok(Poll::Pending) => return,
+            Ok(Poll::Ready(output)) => Child::Done(output),
+            Err(payload) => Child::Panicked(payload),
+        };
+        // SAFETY: `self` is pinned and `Running`; its future is dropped in
+        // place (pinning allows it), once.
+        if let Err(payload) = unsafe { self.replace_running(next) } {
+            // The future's destructor panicked: that is the outcome now,
+            // unless the poll panicked first, whose panic stands. What
+            // loses is dropped, a panic of its own swallowed.
+            if matches!(self, Child::Done(_)) {
+                drop_quietly(std::mem::replace(self, Child::Panicked(payload)));
+            } else {
+                drop_quietly(payload);
+            }
         }
+    }
+
+    /// Drops the running future in place and writes `next` over it; if the
+    /// destructor panics, `next` is written all the same and the panic is
+    /// returned.
+    ///
+    /// # Safety
+    /// `self` is pinned, and it is `Running`.
+    #[inline(always)]
+    unsafe fn replace_running(&mut self, next: Child<F>) -> Result<(), Box<dyn Any + Send>> {
+        let slot: *mut Child<F> = self;
+        // SAFETY: `slot` comes from `&mut self`; the content is dropped
+        // once, here (a drop that unwinds counts as done: the remaining
+        // fields were dropped during the unwinding) and overwritten below
+        // without a drop.
+        let dropped = panic::catch_unwind(AssertUnwindSafe(|| unsafe {
+            std::ptr::drop_in_place(slot);
+        }));
+        // SAFETY: as above: the slot holds nothing live.
+        unsafe { std::ptr::write(slot, next) };
+        dropped
     }
 
     /// Drops the future of a child whose output the caller already took

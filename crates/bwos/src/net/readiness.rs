@@ -22,6 +22,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll, Waker};
 
+use crate::sched::user_wake;
+
 /// Data to read (or a pending connection to accept).
 pub(crate) const READABLE: usize = 0b0001;
 /// Space to write (or a connection attempt finished).
@@ -137,10 +139,10 @@ impl Readiness {
         };
         // Woken outside the lock: a waker may run arbitrary code.
         if let Some(reader) = reader {
-            reader.wake();
+            user_wake::wake(reader);
         }
         if let Some(writer) = writer {
-            writer.wake();
+            user_wake::wake(writer);
         }
     }
 

@@ -215,6 +215,16 @@ impl<F: FnOnce() + Send> HeapJob<F> {
     }
 }
 
+/// Drops `value` (a panic payload, a finished future's output: any user
+/// type) whose destructor may panic: that panic is caught and its payload
+/// leaked (dropping it could panic again) rather than unwinding out of
+/// the scheduler.
+pub(crate) fn drop_quietly<T>(value: T) {
+    if let Err(second) = panic::catch_unwind(AssertUnwindSafe(|| drop(value))) {
+        std::mem::forget(second);
+    }
+}
+
 /// Aborts the process if the bwos code it guards unwinds: that code keeps
 /// frames other threads point into (a scope, a worker's queue), and
 /// unwinding out of it would free them under their feet.
@@ -225,9 +235,10 @@ impl<F: FnOnce() + Send> HeapJob<F> {
 /// panic before it runs pool work, but a guard that merely sees some other
 /// frame of the thread unwinding must not take that as a bug.
 ///
-/// Only bwos's own bookkeeping runs under such a guard, never user code
-/// (user closures run under `catch_unwind`), so reaching the abort means a
-/// bug in bwos.
+/// Only bwos's own bookkeeping runs under such a guard; the user code it
+/// calls runs under `catch_unwind` (closures, polls, futures' destructors,
+/// the wakers it calls: `user_wake.rs`), so reaching the abort means a bug
+/// in bwos.
 pub(crate) struct AbortOnUnwind {
     what: &'static str,
 }
@@ -249,7 +260,8 @@ impl AbortOnUnwind {
 impl Drop for AbortOnUnwind {
     fn drop(&mut self) {
         eprintln!(
-            "bwos: {} panicked; aborting (this is a bug in bwos)",
+            "bwos: {} panicked; aborting: bwos catches the panics of jobs, tasks and \
+             their destructors and of the wakers it calls, so this is a bug in bwos",
             self.what
         );
         std::process::abort();

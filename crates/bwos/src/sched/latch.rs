@@ -23,6 +23,12 @@ const SET: u8 = 2;
 #[cfg(not(bwos_loom))]
 const YIELDS_BEFORE_PARKING: u32 = 64;
 
+/// How long a thread outside the pools keeps yielding before it parks,
+/// however few yields that took: about twice what a park's wake-up costs
+/// (see [`CoreLatch::wait_blocking`]).
+#[cfg(not(bwos_loom))]
+const YIELDING_AT_MOST: std::time::Duration = std::time::Duration::from_micros(50);
+
 /// The state word of a latch.
 #[derive(Debug)]
 pub(crate) struct CoreLatch {
@@ -91,16 +97,26 @@ impl CoreLatch {
         // short parallel call takes, and a yielding waiter stays runnable
         // and sees the latch at its next turn (the measurements are in
         // `docs/benchmarks.md`, "Measurements behind design choices").
-        // Where the pool's work runs long, the waiter parks after these few
-        // yields (each returns at once on an idle core, or lets a worker
-        // run). Not in loom builds: the yields only delay the parking
-        // protocol below, which the models check.
+        // Where the pool's work runs long, the waiter parks after a few
+        // yields, and after `YIELDING_AT_MOST` however few: a yield returns
+        // at once on an idle core, but when every core is busy (the pool's
+        // workers, the program's other threads) each one takes a core from
+        // a thread with work for a moment, and 64 of those made a long call
+        // cost its workers 10x stock rayon's involuntary context switches.
+        // Not in loom builds: the yields only delay the parking protocol
+        // below, which the models check.
         #[cfg(not(bwos_loom))]
-        for _ in 0..YIELDS_BEFORE_PARKING {
-            if self.probe() {
-                return;
+        {
+            let start = std::time::Instant::now();
+            for _ in 0..YIELDS_BEFORE_PARKING {
+                if self.probe() {
+                    return;
+                }
+                std::thread::yield_now();
+                if start.elapsed() > YIELDING_AT_MOST {
+                    break;
+                }
             }
-            std::thread::yield_now();
         }
         while !self.probe() {
             if self.get_sleepy() {

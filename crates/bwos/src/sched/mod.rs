@@ -19,7 +19,8 @@
 //!   `clock.rs`), the cooperative budget a task poll spends on ready
 //!   operations (`coop.rs`), the driver workers park in (`driver.rs`,
 //!   implemented by the I/O front end), the stack-limit probe
-//!   (`stack_limit.rs`), a pool's size bounds (`num_threads.rs`);
+//!   (`stack_limit.rs`), a pool's size bounds (`num_threads.rs`), calling
+//!   a user's waker with its panic caught (`user_wake.rs`);
 //! - what the workers share, the [`Registry`](registry::Registry)
 //!   (`registry.rs`), and on it what idle workers do (`idle/`: spinning,
 //!   yielding, sleeping, parking with timers and the driver) and a
@@ -87,5 +88,6 @@ pub(crate) mod task;
 pub(crate) mod time;
 #[cfg(feature = "tokio-compat")]
 pub(crate) mod tokio_compat;
+pub(crate) mod user_wake;
 pub(crate) mod wait;
 pub(crate) mod worker;

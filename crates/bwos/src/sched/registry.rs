@@ -24,7 +24,7 @@ use super::handover::Handover;
 use super::idle::balance::Balance;
 use super::idle::sleep::Sleepers;
 use super::idle::spread::WakeSpread;
-use super::job::JobRef;
+use super::job::{JobRef, drop_quietly};
 use super::latch::CoreLatch;
 use super::queues::take_oldest;
 use super::spare_threads::SpareThreads;
@@ -422,12 +422,12 @@ impl Registry {
             Some(handler) => match panic::catch_unwind(AssertUnwindSafe(|| handler(payload))) {
                 Ok(()) => return,
                 Err(handler_panic) => {
-                    drop_payload(handler_panic);
+                    drop_quietly(handler_panic);
                     "the pool's panic handler panicked on it"
                 }
             },
             None => {
-                drop_payload(payload);
+                drop_quietly(payload);
                 "the pool has no panic handler (ThreadPoolBuilder::panic_handler)"
             }
         };
@@ -484,15 +484,6 @@ impl Shutdown {
 impl WhereWorkersRun for Registry {
     fn cpu_of(&self, index: usize) -> Option<u32> {
         self.balance.cpu_of(index)
-    }
-}
-
-/// Drops a panic payload whose destructor may itself panic (a payload is
-/// any type): that second panic is caught and dropped as well, leaking its
-/// own payload rather than unwinding out of the scheduler.
-fn drop_payload(payload: Box<dyn Any + Send>) {
-    if let Err(second) = panic::catch_unwind(AssertUnwindSafe(|| drop(payload))) {
-        std::mem::forget(second);
     }
 }
 

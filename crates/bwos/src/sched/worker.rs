@@ -40,10 +40,16 @@
 //! victim (or any other worker) typically becomes idle right after this
 //! one started the first of them. While every worker is busy
 //! nothing else is shared and the fast paths stay free of
-//! read-modify-writes, which leaves two windows: the one task a poll
-//! queued last, if the poll then blocks, and tasks queued on a worker (not
+//! read-modify-writes, which leaves three windows: the one task a poll
+//! queued last, if the poll then blocks; tasks queued on a worker (not
 //! by a steal) that started a long poll while no other worker was idle,
-//! which become stealable at its next push once a worker is idle. A task
+//! which become stealable at its next push once a worker is idle; and
+//! tasks a poll pushed into the consumer block while every other worker
+//! was busy, if the poll then blocks (on a loaded machine "busy" includes
+//! a worker the kernel descheduled just before it would have marked itself
+//! idle). Closing the last two at every push or poll would cost the owner
+//! a share and a retake (three read-modify-writes) per poll whenever its
+//! consumer block holds a task behind the running one. A task
 //! that knows it blocks should say so with `task::block_in_place`, which
 //! moves the whole worker to another thread.
 //!
@@ -664,6 +670,10 @@ impl WorkerThread {
     /// Polls the driver and fires due timers, then runs ready tasks (local,
     /// then injected) until none is left or `until` has passed.
     fn serve_tasks_between_jobs(&self, until: Instant) {
+        // Runs between the halves of a `join` whose `b` may be queued or
+        // running on a thief: unwinding from here would leave that stack
+        // job behind, as out of a nested loop (`wait_until_cold`).
+        let guard = AbortOnUnwind::new("serving tasks between the jobs of a join");
         self.serving_depth.set(self.serving_depth.get() + 1);
         park::poll_driver_now(&self.registry);
         while let Some(task) = self
@@ -679,6 +689,7 @@ impl WorkerThread {
             }
         }
         self.serving_depth.set(self.serving_depth.get() - 1);
+        guard.disarm();
     }
 
     /// A task of `registry`'s pool completed on the calling thread after
@@ -981,7 +992,16 @@ impl WorkerThread {
 
     #[cold]
     fn wait_until_cold(&self, latch: &CoreLatch) {
+        // What this waits for may live in a frame below (a stack job, its
+        // latch) while another thread runs it: unwinding out of here would
+        // free it under that thread, or leave the waiter's caller waiting
+        // for a job nobody finishes (the CI hang of stop 55). Every job
+        // and task catches its user's panics (and every waker bwos calls,
+        // `user_wake.rs`), so a panic here is a bug in bwos: abort with a
+        // message, as the worker's own loop does.
+        let guard = AbortOnUnwind::new("a worker's scheduler loop, waiting for a latch");
         self.run_until(latch, Idle::new());
+        guard.disarm();
     }
 
     /// The scheduler loop: runs work until `latch` is set, idling in

@@ -61,9 +61,23 @@ thread_local! {
     /// Whether this thread is a worker (or its replacement): only workers'
     /// wake-ups are spread.
     static WORKER: Cell<bool> = const { Cell::new(false) };
-    /// The worker this thread woke last and its resume count then, until
-    /// this thread's next poll looks ([`WakeSpread::let_wakee_run`]).
-    static WOKE: Cell<Option<(usize, u32)>> = const { Cell::new(None) };
+    /// The worker this thread woke last (its pool's `WakeSpread`, by
+    /// address, and its index there) and its resume count then, until this
+    /// thread's next poll looks ([`WakeSpread::let_wakee_run`]). A worker
+    /// wakes other pools' workers too (it installs into another pool, sets
+    /// a latch another pool's worker waits on), so the index means nothing
+    /// without its pool.
+    static WOKE: Cell<Option<Woke>> = const { Cell::new(None) };
+}
+
+/// A wake-up recorded for the waker's next poll (step 3).
+#[derive(Clone, Copy)]
+struct Woke {
+    /// The address of the wakee's pool's [`WakeSpread`]: compared, never
+    /// dereferenced (that pool may be gone).
+    spread: usize,
+    index: usize,
+    resumes: u32,
 }
 
 /// Marks the calling thread as a worker thread: its wake-ups are spread.
@@ -97,7 +111,14 @@ impl WakeSpread {
         // for the wakee in practice, and a stale value costs one move.
         self.waker_cpus[index].store(cpu, Ordering::Relaxed);
         let resumes = self.resumes[index].load(Ordering::Relaxed);
-        WOKE.with(|woke| woke.set(Some((index, resumes))));
+        let spread = std::ptr::from_ref(self) as usize;
+        WOKE.with(|woke| {
+            woke.set(Some(Woke {
+                spread,
+                index,
+                resumes,
+            }));
+        });
     }
 
     /// Worker `index` resumes after a sleep; if `may_move` (another thread
@@ -114,12 +135,19 @@ impl WakeSpread {
     }
 
     /// Before the calling worker's next poll: yields its CPU once if the
-    /// worker it woke last has not resumed yet (step 3). Returns whether it
-    /// yielded.
+    /// worker it woke last, in this pool, has not resumed yet (step 3).
+    /// Returns whether it yielded. A wake-up in another pool is forgotten:
+    /// the wakee may well run on another CPU, and its index may not even
+    /// exist here. (A pool freed and another built at its address is
+    /// bounded by `get`, and costs at most one needless yield.)
     pub(crate) fn let_wakee_run(&self) -> bool {
-        if let Some((index, resumes)) = WOKE.with(Cell::take)
+        if let Some(woke) = WOKE.with(Cell::take)
+            && woke.spread == std::ptr::from_ref(self) as usize
             // Relaxed: a hint, as above.
-            && self.resumes[index].load(Ordering::Relaxed) == resumes
+            && self
+                .resumes
+                .get(woke.index)
+                .is_some_and(|resumes| resumes.load(Ordering::Relaxed) == woke.resumes)
         {
             std::thread::yield_now();
             return true;
@@ -237,5 +265,30 @@ mod tests {
         spread.waking(0);
         assert!(!spread.let_wakee_run());
         assert_eq!(spread.waker_cpus[0].load(Ordering::Relaxed), NO_CPU);
+    }
+
+    // The CI hang of stop 55: a worker of a two-worker pool installed into
+    // a three-worker pool, woke its worker 2, and its own pool's
+    // `let_wakee_run` indexed its resume counts with 2 and panicked inside
+    // the scheduler loop. Mutations caught: not comparing the pools (this
+    // pool yields for the other pool's worker 1), and that together with
+    // indexing instead of `get` (the out-of-bounds panic of stop 55).
+    #[test]
+    fn a_wake_up_in_another_pool_is_not_looked_up_in_this_one() {
+        mark_worker_thread();
+        let this_pool = WakeSpread::new(2);
+        let other_pool = WakeSpread::new(3);
+        for index in [1, 2] {
+            other_pool.waking(index);
+            assert!(
+                !this_pool.let_wakee_run(),
+                "yielded for worker {index} of another pool"
+            );
+            // The record is used up either way.
+            assert!(!other_pool.let_wakee_run());
+        }
+        // This pool's own wake-ups still count.
+        this_pool.waking(1);
+        assert!(this_pool.let_wakee_run());
     }
 }

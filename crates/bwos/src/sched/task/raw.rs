@@ -40,7 +40,7 @@ use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 use super::abort_handle::AbortHandle;
 use super::state::{EndPoll, StartPoll, State, Wake};
 use crate::sched::job::JobRef;
-use crate::sched::{coop, long_polls};
+use crate::sched::{coop, long_polls, user_wake};
 
 /// How a task is queued when it is woken: the executor's side of a task.
 pub(crate) trait Schedule: Send + Sync + 'static {
@@ -428,7 +428,7 @@ where
             // SAFETY: `JOIN_WAKER` was set at completion: the slot is the
             // task side's from now on, and it only reads it.
             if let Some(waker) = unsafe { &*cell.join_waker.get() } {
-                waker.wake_by_ref();
+                user_wake::wake_by_ref(waker);
             }
         }
         cell.scheduler.release(TaskRef(header));

@@ -64,6 +64,7 @@ use std::task::Waker;
 use std::time::{Duration, Instant};
 
 use super::sync::{AtomicBool, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
+use super::user_wake;
 use pool_clock::PoolClock;
 use wheel::Wheel;
 pub(crate) use wheel::{Registered, TimerKey};
@@ -280,8 +281,10 @@ impl Timers {
             self.publish_next(&inner);
             (fired, interrupt)
         };
+        // Caught even though a user's `reset` runs this: a panic here would
+        // skip the caller's wake-up of the watcher for the new deadline.
         if let Some(waker) = fired {
-            waker.wake();
+            user_wake::wake(waker);
         }
         interrupt
     }
@@ -309,7 +312,7 @@ impl Timers {
             self.publish_next(&inner);
             fired
         };
-        wakers.into_iter().for_each(Waker::wake);
+        wakers.into_iter().for_each(user_wake::wake);
         fired
     }
 
@@ -424,7 +427,7 @@ impl Timers {
             self.set_watcher(&mut inner, None);
             self.publish_next(&inner);
         }
-        wakers.into_iter().for_each(Waker::wake);
+        wakers.into_iter().for_each(user_wake::wake);
     }
 
     /// Whether [`shut_down`](Self::shut_down) was called.
