@@ -44,16 +44,24 @@ impl Header {
             "command:  {}\nmachine:  {} ({} cores, {})\nrevision: {}\ndate:     {}\n",
             self.command_line, self.cpu_model, self.cores, self.os, self.git_revision, self.date
         );
-        if let Some(checkout) = &self.checkout_revision {
-            out.push_str(&format!(
-                "checkout: {checkout} (not the binary's: what builds at run time, the \
-                 rayon-core drop-in and its programs, comes from it)\n"
-            ));
+        if let Some(checkout) = self.checkout_note() {
+            out.push_str(&format!("checkout: {checkout}\n"));
         }
         if !self.optimized {
             out.push_str("WARNING:  debug build; run with --release for meaningful numbers\n");
         }
         out
+    }
+
+    /// The checkout's revision and what comes from it, when it is not the
+    /// binary's (see [`checkout_revision`](Self::checkout_revision)).
+    pub fn checkout_note(&self) -> Option<String> {
+        self.checkout_revision.as_ref().map(|checkout| {
+            format!(
+                "{checkout} (not the binary's revision: the rayon-core drop-in and its \
+                 programs are built from the checkout at run time)"
+            )
+        })
     }
 }
 

@@ -203,10 +203,10 @@ mod sched;
 mod sched {
     pub(crate) mod handover;
     pub(crate) mod latch;
+    pub(crate) mod quietly;
     pub(crate) mod sync;
     pub(crate) mod task;
     pub(crate) mod time;
-    pub(crate) mod user_wake;
     pub(crate) mod blocking {
         pub(crate) mod queue;
     }

@@ -165,12 +165,8 @@ pub fn html(report: &Report) -> String {
         ),
         (
             "revision",
-            match &header.checkout_revision {
-                Some(checkout) => format!(
-                    "{} (checkout {checkout}: the rayon-core drop-in and its programs are \
-                     built from it)",
-                    header.git_revision
-                ),
+            match header.checkout_note() {
+                Some(checkout) => format!("{}; checkout {checkout}", header.git_revision),
                 None => header.git_revision.clone(),
             },
         ),

@@ -9,7 +9,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
-use crate::sched::job::drop_quietly;
+use crate::sched::quietly;
 
 /// A forked future: still running, finished with its output, or finished
 /// with a panic (its future already dropped).
@@ -57,9 +57,9 @@ impl<F: Future> Child<F> {
             // unless the poll panicked first, whose panic stands. What
             // loses is dropped, a panic of its own swallowed.
             if matches!(self, Child::Done(_)) {
-                drop_quietly(std::mem::replace(self, Child::Panicked(payload)));
+                quietly::drop(std::mem::replace(self, Child::Panicked(payload)));
             } else {
-                drop_quietly(payload);
+                quietly::drop(payload);
             }
         }
     }

@@ -42,8 +42,8 @@ use super::boxed::Boxed;
 use super::child::{Child, ChildSlot};
 use super::join::{Fast, poll_sequential_fast};
 use crate::sched::job::{HeapJob, JobRef};
+use crate::sched::quietly;
 use crate::sched::stack::with_worker_room;
-use crate::sched::user_wake;
 use crate::sched::worker::WorkerThread;
 
 /// `fb`'s step is in a queue.
@@ -182,7 +182,7 @@ impl Node {
             // Release: this poll's writes to `fb` happen before the
             // parent's Acquire CAS from IDLE.
             self.state.store(IDLE, Ordering::Release);
-            user_wake::wake(self.waker());
+            quietly::wake(self.waker());
         }
         self.boundary.exit();
     }

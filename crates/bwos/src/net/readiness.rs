@@ -22,7 +22,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll, Waker};
 
-use crate::sched::user_wake;
+use crate::sched::quietly;
 
 /// Data to read (or a pending connection to accept).
 pub(crate) const READABLE: usize = 0b0001;
@@ -139,10 +139,10 @@ impl Readiness {
         };
         // Woken outside the lock: a waker may run arbitrary code.
         if let Some(reader) = reader {
-            user_wake::wake(reader);
+            quietly::wake(reader);
         }
         if let Some(writer) = writer {
-            user_wake::wake(writer);
+            quietly::wake(writer);
         }
     }
 

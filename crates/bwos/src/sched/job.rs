@@ -215,16 +215,6 @@ impl<F: FnOnce() + Send> HeapJob<F> {
     }
 }
 
-/// Drops `value` (a panic payload, a finished future's output: any user
-/// type) whose destructor may panic: that panic is caught and its payload
-/// leaked (dropping it could panic again) rather than unwinding out of
-/// the scheduler.
-pub(crate) fn drop_quietly<T>(value: T) {
-    if let Err(second) = panic::catch_unwind(AssertUnwindSafe(|| drop(value))) {
-        std::mem::forget(second);
-    }
-}
-
 /// Aborts the process if the bwos code it guards unwinds: that code keeps
 /// frames other threads point into (a scope, a worker's queue), and
 /// unwinding out of it would free them under their feet.
@@ -237,7 +227,7 @@ pub(crate) fn drop_quietly<T>(value: T) {
 ///
 /// Only bwos's own bookkeeping runs under such a guard; the user code it
 /// calls runs under `catch_unwind` (closures, polls, futures' destructors,
-/// the wakers it calls: `user_wake.rs`), so reaching the abort means a bug
+/// the wakers it calls and the values it drops: `quietly.rs`), so reaching the abort means a bug
 /// in bwos.
 pub(crate) struct AbortOnUnwind {
     what: &'static str,

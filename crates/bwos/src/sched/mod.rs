@@ -20,7 +20,8 @@
 //!   operations (`coop.rs`), the driver workers park in (`driver.rs`,
 //!   implemented by the I/O front end), the stack-limit probe
 //!   (`stack_limit.rs`), a pool's size bounds (`num_threads.rs`), calling
-//!   a user's waker with its panic caught (`user_wake.rs`);
+//!   a user's waker, or dropping a user's value, with its panic caught
+//!   (`quietly.rs`);
 //! - what the workers share, the [`Registry`](registry::Registry)
 //!   (`registry.rs`), and on it what idle workers do (`idle/`: spinning,
 //!   yielding, sleeping, parking with timers and the driver) and a
@@ -71,6 +72,7 @@ pub(crate) mod long_polls;
 pub(crate) mod num_threads;
 pub(crate) mod pool;
 pub(crate) mod queues;
+pub(crate) mod quietly;
 pub(crate) mod registry;
 pub(crate) mod replacement;
 pub(crate) mod shutdown;
@@ -88,6 +90,5 @@ pub(crate) mod task;
 pub(crate) mod time;
 #[cfg(feature = "tokio-compat")]
 pub(crate) mod tokio_compat;
-pub(crate) mod user_wake;
 pub(crate) mod wait;
 pub(crate) mod worker;

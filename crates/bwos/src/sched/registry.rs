@@ -24,9 +24,10 @@ use super::handover::Handover;
 use super::idle::balance::Balance;
 use super::idle::sleep::Sleepers;
 use super::idle::spread::WakeSpread;
-use super::job::{JobRef, drop_quietly};
+use super::job::JobRef;
 use super::latch::CoreLatch;
 use super::queues::take_oldest;
+use super::quietly;
 use super::spare_threads::SpareThreads;
 use super::stats::{PoolStats, WorkerCounters, WorkerStats};
 use super::steal::WhereWorkersRun;
@@ -422,12 +423,12 @@ impl Registry {
             Some(handler) => match panic::catch_unwind(AssertUnwindSafe(|| handler(payload))) {
                 Ok(()) => return,
                 Err(handler_panic) => {
-                    drop_quietly(handler_panic);
+                    quietly::drop(handler_panic);
                     "the pool's panic handler panicked on it"
                 }
             },
             None => {
-                drop_quietly(payload);
+                quietly::drop(payload);
                 "the pool has no panic handler (ThreadPoolBuilder::panic_handler)"
             }
         };

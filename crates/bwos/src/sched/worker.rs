@@ -997,7 +997,7 @@ impl WorkerThread {
         // free it under that thread, or leave the waiter's caller waiting
         // for a job nobody finishes (the CI hang of stop 55). Every job
         // and task catches its user's panics (and every waker bwos calls,
-        // `user_wake.rs`), so a panic here is a bug in bwos: abort with a
+        // `quietly.rs`), so a panic here is a bug in bwos: abort with a
         // message, as the worker's own loop does.
         let guard = AbortOnUnwind::new("a worker's scheduler loop, waiting for a latch");
         self.run_until(latch, Idle::new());

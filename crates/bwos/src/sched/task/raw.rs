@@ -40,7 +40,7 @@ use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 use super::abort_handle::AbortHandle;
 use super::state::{EndPoll, StartPoll, State, Wake};
 use crate::sched::job::JobRef;
-use crate::sched::{coop, long_polls, user_wake};
+use crate::sched::{coop, long_polls, quietly};
 
 /// How a task is queued when it is woken: the executor's side of a task.
 pub(crate) trait Schedule: Send + Sync + 'static {
@@ -428,7 +428,7 @@ where
             // SAFETY: `JOIN_WAKER` was set at completion: the slot is the
             // task side's from now on, and it only reads it.
             if let Some(waker) = unsafe { &*cell.join_waker.get() } {
-                user_wake::wake_by_ref(waker);
+                quietly::wake_by_ref(waker);
             }
         }
         cell.scheduler.release(TaskRef(header));
@@ -525,7 +525,12 @@ where
     unsafe fn dealloc(header: NonNull<Header>) {
         // SAFETY: made by `Box::into_raw` in `spawn`; nobody else points
         // to it any more.
-        drop(unsafe { Box::from_raw(header.cast::<Self>().as_ptr()) });
+        let mut cell = unsafe { Box::from_raw(header.cast::<Self>().as_ptr()) };
+        // The join waker is the user's, and its drop may panic; the last
+        // reference may be a worker's, in its bookkeeping. The stage was
+        // emptied under `catch_unwind` when the task ended.
+        quietly::drop(cell.join_waker.get_mut().take());
+        drop(cell);
     }
 }
 

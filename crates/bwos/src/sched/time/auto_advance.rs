@@ -47,8 +47,8 @@
 use std::task::Waker;
 
 use super::Timers;
+use crate::sched::quietly;
 use crate::sched::sync::{Mutex, MutexGuard};
-use crate::sched::user_wake;
 
 /// A pool's idleness, for the paused clock (see the module docs).
 pub(crate) struct AutoAdvance {
@@ -181,7 +181,7 @@ impl AutoAdvance {
             };
             wakers
         };
-        wakers.into_iter().for_each(user_wake::wake);
+        wakers.into_iter().for_each(quietly::wake);
         true
     }
 }

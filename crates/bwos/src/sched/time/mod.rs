@@ -63,8 +63,8 @@ pub(crate) mod wheel;
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
+use super::quietly;
 use super::sync::{AtomicBool, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
-use super::user_wake;
 use pool_clock::PoolClock;
 use wheel::Wheel;
 pub(crate) use wheel::{Registered, TimerKey};
@@ -284,7 +284,7 @@ impl Timers {
         // Caught even though a user's `reset` runs this: a panic here would
         // skip the caller's wake-up of the watcher for the new deadline.
         if let Some(waker) = fired {
-            user_wake::wake(waker);
+            quietly::wake(waker);
         }
         interrupt
     }
@@ -312,7 +312,7 @@ impl Timers {
             self.publish_next(&inner);
             fired
         };
-        wakers.into_iter().for_each(user_wake::wake);
+        wakers.into_iter().for_each(quietly::wake);
         fired
     }
 
@@ -427,7 +427,7 @@ impl Timers {
             self.set_watcher(&mut inner, None);
             self.publish_next(&inner);
         }
-        wakers.into_iter().for_each(user_wake::wake);
+        wakers.into_iter().for_each(quietly::wake);
     }
 
     /// Whether [`shut_down`](Self::shut_down) was called.

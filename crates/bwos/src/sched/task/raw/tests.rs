@@ -294,6 +294,58 @@ fn a_handle_polled_with_another_waker_is_woken_through_the_new_one() {
     ));
 }
 
+/// A handle's waker whose drop panics: it is dropped with the task's
+/// last reference, here the task's own waker, kept past the end by
+/// whoever it gave it to (a timer entry on a worker, say).
+struct PanicsOnDrop(Arc<AtomicUsize>);
+
+impl Wake for PanicsOnDrop {
+    fn wake(self: Arc<Self>) {}
+}
+
+impl Drop for PanicsOnDrop {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        panic!("the join waker's drop panics");
+    }
+}
+
+// Mutation caught: `dealloc` dropping the cell with its join waker in it
+// (the panic leaves the last reference's drop, here the test's).
+#[test]
+fn a_join_waker_whose_drop_panics_is_dropped_quietly_with_the_task() {
+    let queue = Arc::new(Queue::default());
+    let kept = Arc::new(Mutex::new(None::<Waker>));
+    let drops = Arc::new(AtomicUsize::new(0));
+    let future = CountDown {
+        left: 1,
+        park: {
+            let kept = kept.clone();
+            move |waker| *kept.lock().unwrap() = Some(waker)
+        },
+        _guard: DropCounter(drops.clone()),
+    };
+    let (task, mut handle) = spawn(future, queue.clone());
+    let waker_drops = Arc::new(AtomicUsize::new(0));
+    let join_waker = Waker::from(Arc::new(PanicsOnDrop(waker_drops.clone())));
+    assert!(
+        Pin::new(&mut handle)
+            .poll(&mut Context::from_waker(&join_waker))
+            .is_pending()
+    );
+    drop(join_waker);
+    task.run();
+    let task_waker = kept.lock().unwrap().take().expect("the first poll parks");
+    task_waker.wake_by_ref();
+    assert_eq!(queue.run_all(), 1);
+    assert!(matches!(outcome(&mut handle), Ok(42)));
+    drop(handle);
+    assert_eq!(waker_drops.load(Ordering::SeqCst), 0, "the task is alive");
+    drop(task_waker);
+    assert_eq!(waker_drops.load(Ordering::SeqCst), 1);
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+}
+
 /// Tasks woken from other threads while two threads run the queue: every
 /// task finishes exactly once with its own value, and every future is
 /// dropped once. Small under Miri, which is slow.
