@@ -212,15 +212,25 @@ fn advance_wakes_sleepers_in_deadline_order() {
     watchdog("paused_advance_order", || {
         // One worker: the tasks the timers wake run in the order they fire.
         let pool = pool(1);
+        // The body is a task on that worker too: when it sees every
+        // sleeper registered, none of them is still inside its poll. From
+        // `block_on`'s thread the last one could be, and a timer that
+        // fires under a running poll requeues its task on the worker's
+        // own queue, ahead of the others (a CI run under AddressSanitizer
+        // woke 12 ms first).
         let woken = pool.block_on(async {
-            time::pause();
-            let start = Instant::now();
-            let (handles, woken) = sleepers(start, &DEADLINES).await;
-            time::advance(Duration::from_millis(15)).await;
-            for handle in handles {
-                handle.await.unwrap();
-            }
-            Arc::try_unwrap(woken).unwrap().into_inner().unwrap()
+            bwos::task::spawn(async {
+                time::pause();
+                let start = Instant::now();
+                let (handles, woken) = sleepers(start, &DEADLINES).await;
+                time::advance(Duration::from_millis(15)).await;
+                for handle in handles {
+                    handle.await.unwrap();
+                }
+                Arc::try_unwrap(woken).unwrap().into_inner().unwrap()
+            })
+            .await
+            .unwrap()
         });
         let mut expected: Vec<_> = DEADLINES
             .iter()
