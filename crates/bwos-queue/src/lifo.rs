@@ -566,9 +566,45 @@ impl<T> Worker<T> {
     /// # Ok::<(), bwos_queue::ConfigError>(())
     /// ```
     pub fn granted_pending(&self) -> bool {
-        let below = self.top.get() - 1;
+        self.pending_below(1)
+    }
+
+    /// How many of the `blocks` blocks just below the owner's still hold
+    /// items no thief has reserved ([`granted_pending`] for each). One
+    /// relaxed load per block looked at.
+    ///
+    /// A runtime that keeps a job in sight of each of two thieves shares
+    /// again while one offer is still there, but not while two are.
+    ///
+    /// [`granted_pending`]: Self::granted_pending
+    ///
+    /// ```
+    /// use bwos_queue::{lifo, Config};
+    ///
+    /// let (worker, stealer) = lifo::new::<u32>(Config::new(4, 8)?);
+    /// worker.push(1).unwrap();
+    /// assert!(worker.share());
+    /// worker.push(2).unwrap();
+    /// assert!(worker.share());
+    /// assert_eq!(worker.granted_pending_blocks(2), 2);
+    /// assert_eq!(stealer.steal().success(), Some(1));
+    /// assert_eq!(worker.granted_pending_blocks(2), 1);
+    /// # Ok::<(), bwos_queue::ConfigError>(())
+    /// ```
+    pub fn granted_pending_blocks(&self, blocks: u64) -> usize {
+        (1..=blocks)
+            .filter(|&depth| self.pending_below(depth))
+            .count()
+    }
+
+    /// Whether the block `depth` below the owner's holds items no thief
+    /// has reserved.
+    fn pending_below(&self, depth: u64) -> bool {
+        let Some(below) = self.top.get().checked_sub(depth) else {
+            return false;
+        };
         if below < self.low.get() {
-            // The block below belongs to an earlier lap, or was never used.
+            // The block belongs to an earlier lap, or was never used.
             return false;
         }
         let (block, block_round) = self.ring.locate(below);

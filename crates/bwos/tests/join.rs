@@ -467,3 +467,54 @@ fn b_is_in_sight_of_a_worker_that_becomes_hungry_after_the_fork() {
         },
     );
 }
+
+/// Two jobs queued by nested `join`s while the other worker is busy: when
+/// it turns hungry it takes the older one, and the younger one must still
+/// be in sight when it comes back, while the forking worker waits for it
+/// blocked outside bwos (in a channel receive, as oxipng waits for its
+/// evaluations). A younger job left private in the forking worker's block
+/// would hang the test (see "One job in sight" in the worker's docs).
+#[test]
+fn the_younger_of_two_forked_jobs_stays_in_sight_after_a_thief_took_the_older() {
+    use std::sync::mpsc;
+    watchdog(
+        "the_younger_of_two_forked_jobs_stays_in_sight_after_a_thief_took_the_older",
+        || {
+            let pool = pool(2);
+            for round in 0..20 {
+                let busy = std::sync::Arc::new(AtomicUsize::new(0));
+                // Keep the other worker busy until both jobs are queued.
+                let other = std::sync::Arc::clone(&busy);
+                pool.spawn(move || {
+                    other.store(1, Ordering::Release);
+                    while other.load(Ordering::Acquire) == 1 {
+                        std::hint::spin_loop();
+                    }
+                });
+                while busy.load(Ordering::Acquire) == 0 {
+                    std::thread::yield_now();
+                }
+                let (sender, receiver) = mpsc::channel();
+                let wait_for_younger = move || {
+                    // Release the other worker only now.
+                    busy.store(2, Ordering::Release);
+                    receiver.recv().expect("the younger job sends")
+                };
+                let younger = move || sender.send(bwos::current_thread_index()).unwrap();
+                let ((forked_on, younger_ran_on), ()) = pool.install(|| {
+                    bwos::join(
+                        || {
+                            let (younger_ran_on, ()) = bwos::join(wait_for_younger, younger);
+                            (bwos::current_thread_index(), younger_ran_on)
+                        },
+                        || (),
+                    )
+                });
+                assert_ne!(
+                    forked_on, younger_ran_on,
+                    "round {round}: the younger job ran on the other worker"
+                );
+            }
+        },
+    );
+}
