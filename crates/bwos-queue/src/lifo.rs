@@ -592,7 +592,9 @@ impl<T> Worker<T> {
     /// # Ok::<(), bwos_queue::ConfigError>(())
     /// ```
     pub fn granted_pending_blocks(&self, blocks: u64) -> usize {
-        (1..=blocks)
+        // Deeper than `top - low` lie blocks of earlier laps: none pending.
+        let used = self.top.get() - self.low.get();
+        (1..=blocks.min(used))
             .filter(|&depth| self.pending_below(depth))
             .count()
     }

@@ -510,9 +510,11 @@ fn the_younger_of_two_forked_jobs_stays_in_sight_after_a_thief_took_the_older() 
                         || (),
                     )
                 });
+                // The hang is the real check: the forking worker is
+                // blocked in `recv` until the younger job has run.
                 assert_ne!(
                     forked_on, younger_ran_on,
-                    "round {round}: the younger job ran on the other worker"
+                    "round {round}: the younger job ran on the forking worker"
                 );
             }
         },

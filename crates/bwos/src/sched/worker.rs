@@ -77,7 +77,8 @@
 //! while the owner runs it. So a queue that holds jobs always shows
 //! thieves one, and two when it can: a push that starts a fresh block
 //! (the jobs before it were shared or taken back) shares it unless the
-//! two blocks granted last both still hold a job ([`JOBS_IN_SIGHT`]), and
+//! two blocks just below the owner's, the ones it granted last, both
+//! still hold a job ([`JOBS_IN_SIGHT`]), and
 //! a job the scheduler loop pops from the queue shares the private jobs
 //! left under it on the same condition. Two, not one: with one, a thief
 //! that takes the job in sight leaves the next one private until the
@@ -87,8 +88,8 @@
 //! job sat private under another file's long serial work). The cost is
 //! small: in a recursion the oldest job changes only when the owner
 //! returns to it (fib(25) alone on a worker ran 0.8% more instructions
-//! with two in sight than with one, callgrind). What stays private is the jobs above the visible ones
-//! while the owner runs without joining: a program whose jobs wait for
+//! with two in sight than with one, callgrind). What stays private is the
+//! jobs above the visible ones while the owner runs without joining: a program whose jobs wait for
 //! each other needs as many visible jobs as waiters, which child stealing
 //! with private blocks does not promise beyond two.
 
@@ -128,9 +129,9 @@ use super::task::raw::Notified;
 /// stack grows by at most this many computations.
 const MAX_SERVING_DEPTH: u8 = 3;
 
-/// Granted blocks that [`WorkerThread::show_oldest`] keeps in sight of
-/// thieves (see "One job in sight" in the module docs): one for a thief
-/// on its way, one for the next hungry worker.
+/// Blocks just below the owner's that [`WorkerThread::show_oldest`] keeps
+/// in sight of thieves (see "One job in sight" in the module docs): one
+/// for a thief on its way, one for the next hungry worker.
 const JOBS_IN_SIGHT: u64 = 2;
 
 /// The most calls of `offer_to_idle` skipped after offers that could not
@@ -492,8 +493,9 @@ impl WorkerThread {
         true
     }
 
-    /// Shares the private jobs unless the [`JOBS_IN_SIGHT`] blocks granted
-    /// last all hold jobs a thief could take, so that a non-empty queue
+    /// Shares the private jobs unless the [`JOBS_IN_SIGHT`] blocks just
+    /// below the owner's (the ones it granted last) all hold jobs a thief
+    /// could take, so that a non-empty queue
     /// always shows thieves a job, and two when it can (see "One job in
     /// sight" in the module docs); wakes a sleeper if some worker is idle.
     ///
