@@ -6,7 +6,7 @@
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use bwos::ThreadPoolBuilder;
+use bwos::{ThreadPool, ThreadPoolBuilder};
 use bwos_testkit::{Rng, panic_message, watchdog};
 use common::{fib, fib_serial, pool};
 
@@ -112,7 +112,7 @@ fn join_inside_scope_inside_join() {
 /// every `join` queues `b` and a chain of joins fills the queue after two:
 /// the rest must run both closures inline (`join_unqueued`), also when `a`
 /// panics there.
-fn pool_with_a_full_queue(threads: usize) -> bwos::ThreadPool {
+fn pool_with_a_full_queue(threads: usize) -> ThreadPool {
     ThreadPoolBuilder::new()
         .num_threads(threads)
         .queue_config(bwos::QueueConfig::new(2, 1).unwrap())
@@ -417,6 +417,34 @@ fn join_context_outside_any_pool_migrates_both_closures() {
     );
 }
 
+/// A spawned job that keeps one worker of a two-worker pool spinning
+/// until [`release`](Self::release), so that the other one's queue fills
+/// while nobody can steal.
+struct OtherWorkerBusy(std::sync::Arc<AtomicUsize>);
+
+impl OtherWorkerBusy {
+    /// Returns once the job spins.
+    fn start(pool: &ThreadPool) -> Self {
+        let state = std::sync::Arc::new(AtomicUsize::new(0));
+        let job = std::sync::Arc::clone(&state);
+        pool.spawn(move || {
+            job.store(1, Ordering::Release);
+            while job.load(Ordering::Acquire) == 1 {
+                std::hint::spin_loop();
+            }
+        });
+        while state.load(Ordering::Acquire) == 0 {
+            std::thread::yield_now();
+        }
+        OtherWorkerBusy(state)
+    }
+
+    /// Lets the job end: its worker turns hungry.
+    fn release(&self) {
+        self.0.store(2, Ordering::Release);
+    }
+}
+
 /// A worker that becomes hungry only after a `join` queued `b`, while `a`
 /// runs without joining again, must still see `b`: here `a` waits for `b`,
 /// so a `b` left private in the forking worker's block would hang the test
@@ -429,25 +457,15 @@ fn b_is_in_sight_of_a_worker_that_becomes_hungry_after_the_fork() {
         || {
             let pool = pool(2);
             for round in 0..20 {
-                let busy = std::sync::Arc::new(AtomicUsize::new(0));
                 // Keep the other worker busy until the fork has happened.
-                let other = std::sync::Arc::clone(&busy);
-                pool.spawn(move || {
-                    other.store(1, Ordering::Release);
-                    while other.load(Ordering::Acquire) == 1 {
-                        std::hint::spin_loop();
-                    }
-                });
-                while busy.load(Ordering::Acquire) == 0 {
-                    std::thread::yield_now();
-                }
+                let busy = OtherWorkerBusy::start(&pool);
                 let b_ran = AtomicBool::new(false);
                 let (forked_on, ran_on) = pool.install(|| {
                     bwos::join(
                         || {
                             // Release the other worker only now: it turns
                             // hungry after `b` was queued.
-                            busy.store(2, Ordering::Release);
+                            busy.release();
                             while !b_ran.load(Ordering::Acquire) {
                                 std::hint::spin_loop();
                             }
@@ -482,22 +500,12 @@ fn the_younger_of_two_forked_jobs_stays_in_sight_after_a_thief_took_the_older() 
         || {
             let pool = pool(2);
             for round in 0..20 {
-                let busy = std::sync::Arc::new(AtomicUsize::new(0));
                 // Keep the other worker busy until both jobs are queued.
-                let other = std::sync::Arc::clone(&busy);
-                pool.spawn(move || {
-                    other.store(1, Ordering::Release);
-                    while other.load(Ordering::Acquire) == 1 {
-                        std::hint::spin_loop();
-                    }
-                });
-                while busy.load(Ordering::Acquire) == 0 {
-                    std::thread::yield_now();
-                }
+                let busy = OtherWorkerBusy::start(&pool);
                 let (sender, receiver) = mpsc::channel();
                 let wait_for_younger = move || {
                     // Release the other worker only now.
-                    busy.store(2, Ordering::Release);
+                    busy.release();
                     receiver.recv().expect("the younger job sends")
                 };
                 let younger = move || sender.send(bwos::current_thread_index()).unwrap();
