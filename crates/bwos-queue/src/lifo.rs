@@ -591,20 +591,19 @@ impl<T> Worker<T> {
     /// assert_eq!(worker.granted_pending_blocks(2), 1);
     /// # Ok::<(), bwos_queue::ConfigError>(())
     /// ```
-    pub fn granted_pending_blocks(&self, blocks: u64) -> usize {
+    pub fn granted_pending_blocks(&self, blocks: usize) -> usize {
         // Deeper than `top - low` lie blocks of earlier laps: none pending.
         let used = self.top.get() - self.low.get();
-        (1..=blocks.min(used))
+        (1..=(blocks as u64).min(used))
             .filter(|&depth| self.pending_below(depth))
             .count()
     }
 
     /// Whether the block `depth` below the owner's holds items no thief
-    /// has reserved.
+    /// has reserved. `depth` is 1, or at most `top - low`: `top` starts at
+    /// the block count and never falls below `low`, so this never wraps.
     fn pending_below(&self, depth: u64) -> bool {
-        let Some(below) = self.top.get().checked_sub(depth) else {
-            return false;
-        };
+        let below = self.top.get() - depth;
         if below < self.low.get() {
             // The block belongs to an earlier lap, or was never used.
             return false;

@@ -227,8 +227,8 @@ impl<F: FnOnce() + Send> HeapJob<F> {
 ///
 /// Only bwos's own bookkeeping runs under such a guard; the user code it
 /// calls runs under `catch_unwind` (closures, polls, futures' destructors,
-/// the wakers it calls and the values it drops: `quietly.rs`), so reaching the abort means a bug
-/// in bwos.
+/// the wakers it calls and the values it drops: `quietly.rs`), so
+/// reaching the abort means a bug in bwos.
 pub(crate) struct AbortOnUnwind {
     what: &'static str,
 }

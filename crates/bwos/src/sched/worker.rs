@@ -78,9 +78,9 @@
 //! thieves one, and two when it can: a push that starts a fresh block
 //! (the jobs before it were shared or taken back) shares it unless the
 //! two blocks just below the owner's, the ones it granted last, both
-//! still hold a job ([`JOBS_IN_SIGHT`]), and
-//! a job the scheduler loop pops from the queue shares the private jobs
-//! left under it on the same condition. Two, not one: with one, a thief
+//! still hold a job ([`JOBS_IN_SIGHT`]), and a job the scheduler loop
+//! pops from the queue shares the private jobs left under it on the same
+//! condition. Two, not one: with one, a thief
 //! that takes the job in sight leaves the next one private until the
 //! owner pushes or pops again, which an owner in a long stretch of plain
 //! code (or blocked, waiting for that very job) does not do soon. oxipng
@@ -89,9 +89,10 @@
 //! small: in a recursion the oldest job changes only when the owner
 //! returns to it (fib(25) alone on a worker ran 0.8% more instructions
 //! with two in sight than with one, callgrind). What stays private is the
-//! jobs above the visible ones while the owner runs without joining: a program whose jobs wait for
-//! each other needs as many visible jobs as waiters, which child stealing
-//! with private blocks does not promise beyond two.
+//! jobs above the visible ones while the owner runs without joining: a
+//! program whose jobs wait for each other needs as many visible jobs as
+//! waiters, which child stealing with private blocks does not promise
+//! beyond two.
 
 use std::cell::Cell;
 use std::io;
@@ -132,7 +133,7 @@ const MAX_SERVING_DEPTH: u8 = 3;
 /// Blocks just below the owner's that [`WorkerThread::show_oldest`] keeps
 /// in sight of thieves (see "One job in sight" in the module docs): one
 /// for a thief on its way, one for the next hungry worker.
-const JOBS_IN_SIGHT: u64 = 2;
+const JOBS_IN_SIGHT: usize = 2;
 
 /// The most calls of `offer_to_idle` skipped after offers that could not
 /// share (see "Backing off" in the module docs).
@@ -495,17 +496,16 @@ impl WorkerThread {
 
     /// Shares the private jobs unless the [`JOBS_IN_SIGHT`] blocks just
     /// below the owner's (the ones it granted last) all hold jobs a thief
-    /// could take, so that a non-empty queue
-    /// always shows thieves a job, and two when it can (see "One job in
-    /// sight" in the module docs); wakes a sleeper if some worker is idle.
+    /// could take, so that a non-empty queue always shows thieves a job,
+    /// and two when it can (see "One job in sight" in the module docs);
+    /// wakes a sleeper if some worker is idle.
     ///
     /// Out of line: `push` is inlined into every `join`, and a recursion
     /// that carries this body in its own frame ran slower, though the call
     /// is rare (`docs/benchmarks.md`).
     #[inline(never)]
     fn show_oldest(&self) {
-        if self.queue.granted_pending_blocks(JOBS_IN_SIGHT) == JOBS_IN_SIGHT as usize
-            || !self.queue.share()
+        if self.queue.granted_pending_blocks(JOBS_IN_SIGHT) == JOBS_IN_SIGHT || !self.queue.share()
         {
             return;
         }
